@@ -1,0 +1,260 @@
+import multiprocessing
+import os
+from functools import partial
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+
+from sb3_a3c.common.policies import POLICY_ALIASES, check_policy_kwargs
+from sb3_a3c.common.report_handling import WorkerReportHandler
+from sb3_a3c.common.shared_optimizers import SharedAdam, SharedOptimizerMixin, SharedRMSprop, shared_optimizer_class
+from sb3_a3c.common.validation import check_action_space, check_hyperparameters, cpu_device
+from sb3_a3c.common.worker import ActorLearnerJob, run_actor_learner
+from sb3_a3c.common.worker_envs import check_worker_env_support, describe_env
+from sb3_a3c.common.worker_pool import WorkerPool, fork_is_available
+
+SelfA3C = TypeVar("SelfA3C", bound="A3C")
+
+
+def default_n_workers() -> int:
+    """One worker per CPU core this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class A3C(OnPolicyAlgorithm):
+    """
+    Asynchronous Advantage Actor Critic (A3C), with Hogwild actor-learners in worker processes
+
+    Paper: https://arxiv.org/abs/1602.01783
+    Each env of the training VecEnv is stepped by its own worker process, which copies the shared
+    policy, collects ``n_steps`` transitions, and applies the gradient of its loss to the shared policy
+    with the shared optimizer (statistics in shared memory). Callbacks and logging run in the main process.
+
+    :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, MlpLstmPolicy, CnnLstmPolicy, ...)
+    :param env: The environment to learn from: a VecEnv (one worker per env, ``DummyVecEnv`` based),
+        a gym env (one worker) or an env id (``n_envs`` workers)
+    :param learning_rate: The learning rate, it can be a function of the global progress remaining (from 1 to 0)
+    :param n_steps: The number of steps a worker collects for each of its updates
+    :param gamma: Discount factor
+    :param gae_lambda: Factor for trade-off of bias vs variance for Generalized Advantage Estimator.
+        Equivalent to the classic n-step advantage when set to 1.
+    :param ent_coef: Entropy coefficient for the loss calculation
+    :param vf_coef: Value function coefficient for the loss calculation
+    :param max_grad_norm: The maximum value for the gradient clipping (of each worker's gradient)
+    :param rms_prop_eps: RMSProp epsilon. It stabilizes square root computation in denominator
+        of RMSProp update
+    :param use_rms_prop: Whether to use shared RMSprop (default) or shared Adam as optimizer
+    :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
+        instead of action noise exploration (default: False)
+    :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
+        Default: -1 (only sample at the beginning of the rollout)
+    :param normalize_advantage: Whether to normalize or not the advantage
+    :param n_envs: Number of workers to create when ``env`` is an env id (default: one per CPU core)
+    :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
+        the reported success rate, mean episode length, and mean reward over
+    :param tensorboard_log: the log location for tensorboard (if None, no logging)
+    :param policy_kwargs: additional arguments to be passed to the policy on creation. ``optimizer_class``
+        ``th.optim.RMSprop`` or ``th.optim.Adam`` is replaced by its shared-memory version.
+    :param verbose: Verbosity level: 0 for no output, 1 for info messages (such as device or wrappers used), 2 for
+        debug messages
+    :param seed: Seed for the pseudo random generators (each worker gets its own seed derived from it)
+    :param device: The shared model and all workers run on the CPU; "auto" and "cpu" mean the CPU,
+        any other device is refused with a warning and the CPU is used.
+    :param _init_setup_model: Whether or not to build the network at the creation of the instance
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
+
+    def __init__(
+        self,
+        policy: str | type[BasePolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 7e-4,
+        n_steps: int = 20,
+        gamma: float = 0.99,
+        gae_lambda: float = 1.0,
+        ent_coef: float = 0.01,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        rms_prop_eps: float = 1e-5,
+        use_rms_prop: bool = True,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        normalize_advantage: bool = False,
+        n_envs: int | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "cpu",
+        _init_setup_model: bool = True,
+    ):
+        check_hyperparameters(
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            n_envs=n_envs,
+        )
+        if not fork_is_available():
+            raise ValueError(
+                "A3C forks its worker processes (they inherit the shared model and the environments), "
+                "and this platform has no 'fork' start method. Use Linux (or WSL)."
+            )
+        if isinstance(env, str):
+            env = make_vec_env(env, n_envs=n_envs or default_n_workers(), seed=seed)
+        elif n_envs is not None and hasattr(env, "num_envs") and env.num_envs != n_envs:
+            raise ValueError(f"n_envs={n_envs} but the VecEnv has {env.num_envs} envs; A3C runs one worker per env.")
+
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=dict(policy_kwargs or {}),
+            verbose=verbose,
+            device=cpu_device(device, type(self).__name__),
+            seed=seed,
+            _init_setup_model=False,
+        )
+        self.rms_prop_eps = rms_prop_eps
+        self.use_rms_prop = use_rms_prop
+        self.normalize_advantage = normalize_advantage
+
+        check_policy_kwargs(self.policy_class, self.policy_kwargs)
+        if self.env is not None:
+            check_action_space(self.action_space, type(self).__name__)
+            check_worker_env_support(self.env, type(self).__name__)
+        self._select_shared_optimizer()
+
+        if _init_setup_model:
+            self._setup_model()
+
+    def _select_shared_optimizer(self) -> None:
+        """Make ``policy.optimizer`` a shared-memory optimizer (RMSprop with SB3 A2C's settings by default)."""
+        optimizer_class = self.policy_kwargs.get("optimizer_class")
+        if optimizer_class is None:
+            if self.use_rms_prop:
+                self.policy_kwargs["optimizer_class"] = SharedRMSprop
+                self.policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=self.rms_prop_eps, weight_decay=0)
+            else:
+                self.policy_kwargs["optimizer_class"] = SharedAdam
+                self.policy_kwargs.setdefault("optimizer_kwargs", dict(eps=1e-5))
+            return
+        if optimizer_class is th.optim.Adam:
+            # SB3's policies add eps=1e-5 to Adam; keep that for its shared version
+            self.policy_kwargs["optimizer_kwargs"] = {"eps": 1e-5, **(self.policy_kwargs.get("optimizer_kwargs") or {})}
+        self.policy_kwargs["optimizer_class"] = shared_optimizer_class(optimizer_class)
+
+    def _setup_model(self) -> None:
+        self._setup_lr_schedule()
+        self.set_random_seed(self.seed)
+        self.policy = self.policy_class(  # type: ignore[assignment]
+            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
+        )
+        self.policy = self.policy.to(self.device)
+
+    def _share_model(self) -> None:
+        """Put the policy and the optimizer statistics in shared memory (again, after a load)."""
+        self.policy.share_memory()
+        optimizer = self.policy.optimizer
+        if not isinstance(optimizer, SharedOptimizerMixin):
+            raise ValueError(f"policy.optimizer must keep its state in shared memory, got {type(optimizer).__name__}")
+        optimizer.share_memory()
+
+    def _make_job(self, total_timesteps: int) -> ActorLearnerJob:
+        context = multiprocessing.get_context("fork")
+        # Distinct seeds per worker, drawn from the (seeded) main-process generator
+        worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self.n_envs)]
+        return ActorLearnerJob(
+            shared_policy=self.policy,
+            shared_optimizer=self.policy.optimizer,
+            training_env=self.env,
+            worker_seeds=worker_seeds,
+            n_steps=self.n_steps,
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            ent_coef=self.ent_coef,
+            vf_coef=self.vf_coef,
+            max_grad_norm=self.max_grad_norm,
+            normalize_advantage=self.normalize_advantage,
+            use_sde=self.use_sde,
+            sde_sample_freq=self.sde_sample_freq,
+            lr_schedule=self.lr_schedule,
+            global_step_counter=context.Value("q", self.num_timesteps),
+            total_timesteps=total_timesteps,
+            stop_event=context.Event(),
+            update_lock=context.Lock(),
+        )
+
+    def learn(
+        self: SelfA3C,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 100,
+        tb_log_name: str = "A3C",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfA3C:
+        total_timesteps, callback = self._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        callback.on_training_start(locals(), globals())
+        assert self.env is not None
+
+        self._share_model()
+        job = self._make_job(total_timesteps)
+        self._update_lock = job.update_lock
+        report_handler = WorkerReportHandler(self, callback, log_interval, total_timesteps)
+        describe_worker = partial(describe_env, self.env)
+        try:
+            with WorkerPool(self.n_envs, partial(run_actor_learner, job), job.stop_event, describe_worker) as pool:
+                callback.on_rollout_start()
+                for report in pool.reports():
+                    if not report_handler.handle(report):
+                        pool.request_stop()
+        finally:
+            self._update_lock = None
+            report_handler.finish()
+
+        callback.on_training_end()
+        return self
+
+    def get_parameters(self) -> dict[str, dict]:
+        # Workers may be writing the shared parameters: copy them between two updates
+        lock = getattr(self, "_update_lock", None)
+        if lock is None:
+            return super().get_parameters()
+        with lock:
+            return {name: _clone_state(state) for name, state in super().get_parameters().items()}
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_update_lock"]
+
+
+def _clone_state(value: Any) -> Any:
+    """Deep copy of a state dict (tensors cloned), so that it no longer shares memory with the workers."""
+    if isinstance(value, th.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return type(value)((key, _clone_state(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return [_clone_state(item) for item in value]
+    return value
+

@@ -1,0 +1,105 @@
+"""Optimizers whose statistics live in shared memory, as in the A3C paper ("shared RMSProp")."""
+
+from typing import Any
+
+import torch as th
+
+
+class SharedOptimizerMixin:
+    """
+    Create the optimizer state eagerly and move every state tensor into shared memory.
+
+    ``torch.optim`` creates its state lazily, inside the first ``step()``: in a worker process that
+    state would be private to the worker. Creating it before the workers fork and sharing it makes all
+    actor-learners update one set of statistics in place, which is what the A3C paper calls shared
+    RMSProp. ``load_state_dict`` replaces the state by ordinary tensors, so call ``share_memory()``
+    again after loading and before starting workers.
+    """
+
+    param_groups: list[dict[str, Any]]
+    state: dict[th.Tensor, dict[str, Any]]
+
+    def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
+        raise NotImplementedError
+
+    def share_memory(self) -> None:
+        """Initialise missing state and move all state tensors to shared memory (idempotent)."""
+        for group in self.param_groups:
+            for param in group["params"]:
+                state = self.state[param]
+                if len(state) == 0:
+                    state.update(self._initial_state(param, group))
+                for value in state.values():
+                    if isinstance(value, th.Tensor):
+                        value.share_memory_()
+
+
+def _zero_step() -> th.Tensor:
+    # Same dtype and device as the lazily created step of torch.optim on the CPU
+    return th.zeros((), dtype=th.float32)
+
+
+class SharedRMSprop(SharedOptimizerMixin, th.optim.RMSprop):
+    """
+    ``torch.optim.RMSprop`` with its running averages in shared memory.
+
+    Takes the same arguments as ``torch.optim.RMSprop``.
+    """
+
+    def __init__(self, params: Any, **kwargs: Any) -> None:
+        super().__init__(params, **kwargs)
+        self.share_memory()
+
+    def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
+        state = {"step": _zero_step(), "square_avg": th.zeros_like(param, memory_format=th.preserve_format)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = th.zeros_like(param, memory_format=th.preserve_format)
+        if group["centered"]:
+            state["grad_avg"] = th.zeros_like(param, memory_format=th.preserve_format)
+        return state
+
+
+class SharedAdam(SharedOptimizerMixin, th.optim.Adam):
+    """
+    ``torch.optim.Adam`` with its moment estimates in shared memory.
+
+    Takes the same arguments as ``torch.optim.Adam``.
+    """
+
+    def __init__(self, params: Any, **kwargs: Any) -> None:
+        super().__init__(params, **kwargs)
+        self.share_memory()
+
+    def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
+        state = {
+            "step": _zero_step(),
+            "exp_avg": th.zeros_like(param, memory_format=th.preserve_format),
+            "exp_avg_sq": th.zeros_like(param, memory_format=th.preserve_format),
+        }
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = th.zeros_like(param, memory_format=th.preserve_format)
+        return state
+
+
+# The optimizers users select in SB3 style (``policy_kwargs=dict(optimizer_class=th.optim.Adam)``)
+# and the shared-memory versions A3C uses in their place.
+SHARED_OPTIMIZER_FOR = {th.optim.RMSprop: SharedRMSprop, th.optim.Adam: SharedAdam}
+
+
+def shared_optimizer_class(optimizer_class: type[th.optim.Optimizer]) -> type[th.optim.Optimizer]:
+    """
+    Return the shared-memory version of ``optimizer_class``.
+
+    :param optimizer_class: ``th.optim.RMSprop``, ``th.optim.Adam`` or a class that already keeps
+        its state in shared memory (a ``SharedOptimizerMixin`` subclass)
+    :return: an optimizer class whose statistics all workers share
+    """
+    if isinstance(optimizer_class, type) and issubclass(optimizer_class, SharedOptimizerMixin):
+        return optimizer_class
+    if optimizer_class in SHARED_OPTIMIZER_FOR:
+        return SHARED_OPTIMIZER_FOR[optimizer_class]
+    raise ValueError(
+        f"policy_kwargs['optimizer_class']={optimizer_class!r} cannot be shared between A3C workers. "
+        "Allowed: th.optim.RMSprop, th.optim.Adam (replaced by sb3_a3c.SharedRMSprop / sb3_a3c.SharedAdam), "
+        "or a subclass of sb3_a3c.common.shared_optimizers.SharedOptimizerMixin."
+    )

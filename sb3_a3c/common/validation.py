@@ -1,0 +1,66 @@
+"""Argument checks that run in ``__init__``, before any worker process starts."""
+
+import warnings
+from numbers import Real
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+
+# The action spaces SB3's A2C supports
+SUPPORTED_ACTION_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+def _require(condition: bool, name: str, value: object, allowed: str) -> None:
+    if not condition:
+        raise ValueError(f"{name}={value!r} is not allowed: {name} must be {allowed}")
+
+
+def check_hyperparameters(
+    learning_rate: object,
+    n_steps: object,
+    gamma: object,
+    gae_lambda: object,
+    ent_coef: object,
+    vf_coef: object,
+    max_grad_norm: object,
+    n_envs: object = None,
+) -> None:
+    """Raise ``ValueError`` naming the first argument that is out of range, and its allowed range."""
+    _require(
+        callable(learning_rate) or (isinstance(learning_rate, Real) and 0 < float(learning_rate) < np.inf),
+        "learning_rate",
+        learning_rate,
+        "a positive number or a schedule (a function of the progress remaining)",
+    )
+    _require(isinstance(n_steps, int) and not isinstance(n_steps, bool) and n_steps >= 1, "n_steps", n_steps, "an integer >= 1")
+    _require(isinstance(gamma, Real) and 0 < float(gamma) <= 1, "gamma", gamma, "in (0, 1]")
+    _require(isinstance(gae_lambda, Real) and 0 <= float(gae_lambda) <= 1, "gae_lambda", gae_lambda, "in [0, 1]")
+    _require(isinstance(ent_coef, Real) and 0 <= float(ent_coef) < np.inf, "ent_coef", ent_coef, "a finite number >= 0")
+    _require(isinstance(vf_coef, Real) and 0 <= float(vf_coef) < np.inf, "vf_coef", vf_coef, "a finite number >= 0")
+    _require(isinstance(max_grad_norm, Real) and float(max_grad_norm) > 0, "max_grad_norm", max_grad_norm, "a number > 0")
+    if n_envs is not None:
+        _require(isinstance(n_envs, int) and not isinstance(n_envs, bool) and n_envs >= 1, "n_envs", n_envs, "an integer >= 1")
+
+
+def check_action_space(action_space: spaces.Space, algorithm_name: str) -> None:
+    """Raise ``ValueError`` for action spaces that SB3's A2C does not support."""
+    if not isinstance(action_space, SUPPORTED_ACTION_SPACES):
+        allowed = ", ".join(space.__name__ for space in SUPPORTED_ACTION_SPACES)
+        raise ValueError(f"{algorithm_name} does not support the action space {action_space}; supported: {allowed}")
+
+
+def cpu_device(device: th.device | str, algorithm_name: str) -> th.device:
+    """
+    The device of an algorithm whose shared model and workers live on the CPU.
+
+    "auto" and "cpu" give the CPU; another device is not silently ignored: a warning says where things run.
+    """
+    if str(device) not in ("auto", "cpu"):
+        warnings.warn(
+            f"{algorithm_name} keeps its shared model in CPU shared memory and runs every worker on the CPU; "
+            f"device={device!r} is not used. Pass device='cpu' to silence this warning.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return th.device("cpu")
