@@ -1,0 +1,157 @@
+"""The update a worker applies is exactly the gradient of its own rollout's loss, and the optimizer is shared."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_a3c import A3C, SharedAdam, SharedRMSprop
+from sb3_a3c.common import worker as worker_module
+from sb3_a3c.common.rollouts import RolloutCollector
+from sb3_a3c.common.shared_optimizers import SharedOptimizerMixin
+
+
+class SharedSGD(SharedOptimizerMixin, th.optim.SGD):
+    """Plain SGD (no state): the parameter change of a step is exactly -lr * gradient."""
+
+    def _initial_state(self, param, group):
+        return {}
+
+
+class RecordingCollector(RolloutCollector):
+    """Keeps a copy of every rollout buffer the worker fills."""
+
+    collected_buffers: list = []
+
+    def collect(self):
+        infos = super().collect()
+        RecordingCollector.collected_buffers.append(copy.deepcopy(self.rollout_buffer))
+        return infos
+
+
+def independent_gradient(policy, buffer, ent_coef: float, vf_coef: float) -> list[th.Tensor]:
+    """The A2C loss of one rollout, written out again from the buffer contents, and its gradient."""
+    observations = th.as_tensor(buffer.observations.reshape(-1, *buffer.obs_shape))
+    actions = th.as_tensor(buffer.actions.reshape(-1)).long()
+    advantages = th.as_tensor(buffer.advantages.reshape(-1))
+    returns = th.as_tensor(buffer.returns.reshape(-1))
+    values, log_prob, entropy = policy.evaluate_actions(observations, actions)
+    loss = -(advantages * log_prob).mean() + vf_coef * ((returns - values.flatten()) ** 2).mean() - ent_coef * entropy.mean()
+    return [gradient.detach() for gradient in th.autograd.grad(loss, list(policy.parameters()))]
+
+
+def test_worker_gradients_are_not_accumulated(monkeypatch):
+    """Run the real worker loop for 4 updates; each update must equal -lr * (gradient of that rollout only)."""
+    n_steps, n_updates, learning_rate = 16, 4, 0.05
+    env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
+    model = A3C(
+        "MlpPolicy",
+        env,
+        n_steps=n_steps,
+        learning_rate=learning_rate,
+        max_grad_norm=1e9,  # no clipping: compare raw gradients
+        ent_coef=0.01,
+        seed=0,
+        policy_kwargs=dict(optimizer_class=SharedSGD),
+    )
+    model._share_model()
+    applied_updates = []  # (parameters before the step, gradients the shared optimizer applied)
+
+    def record_step(optimizer, args, kwargs):
+        applied_updates.append(
+            ([p.detach().clone() for p in model.policy.parameters()], [p.grad.detach().clone() for p in model.policy.parameters()])
+        )
+
+    model.policy.optimizer.register_step_pre_hook(record_step)
+    RecordingCollector.collected_buffers = []
+    monkeypatch.setattr(worker_module, "RolloutCollector", RecordingCollector)
+
+    job = model._make_job(total_timesteps=n_steps * n_updates)
+    worker_module.run_actor_learner(job, 0, send_report=lambda report: None)  # in this process, not forked
+
+    assert len(applied_updates) == n_updates == len(RecordingCollector.collected_buffers)
+    fresh_policy = copy.deepcopy(model.policy)
+    previous_gradient = None
+    for (params_before, applied_gradient), buffer in zip(applied_updates, RecordingCollector.collected_buffers):
+        with th.no_grad():
+            for param, value in zip(fresh_policy.parameters(), params_before):
+                param.copy_(value)
+        expected_gradient = independent_gradient(fresh_policy, buffer, model.ent_coef, model.vf_coef)
+        for applied, expected in zip(applied_gradient, expected_gradient):
+            th.testing.assert_close(applied, expected, rtol=1e-4, atol=1e-6)
+        if previous_gradient is not None:
+            # Accumulation would have been detectable: consecutive rollouts have different gradients
+            assert not all(th.allclose(a, b) for a, b in zip(expected_gradient, previous_gradient))
+        previous_gradient = expected_gradient
+
+    # The shared parameters moved by exactly -lr * gradient at each step
+    final_params = [p.detach() for p in model.policy.parameters()]
+    last_params, last_gradient = applied_updates[-1]
+    for final, before, gradient in zip(final_params, last_params, last_gradient):
+        th.testing.assert_close(final, before - learning_rate * gradient)
+
+
+def test_local_policy_does_not_share_memory_with_shared_policy():
+    model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1), seed=0)
+    model._share_model()
+    local = copy.deepcopy(model.policy)
+    for local_param, shared_param in zip(local.parameters(), model.policy.parameters()):
+        assert shared_param.is_shared()
+        assert not local_param.is_shared()
+        assert local_param.data_ptr() != shared_param.data_ptr()
+
+
+@pytest.mark.parametrize("optimizer_class, shared_class, statistic", [(None, SharedRMSprop, "square_avg"), (th.optim.Adam, SharedAdam, "exp_avg_sq")])
+def test_both_workers_update_the_same_optimizer_statistics(optimizer_class, shared_class, statistic):
+    policy_kwargs = {} if optimizer_class is None else dict(optimizer_class=optimizer_class)
+    model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=10, seed=0, policy_kwargs=policy_kwargs)
+    optimizer = model.policy.optimizer
+    assert type(optimizer) is shared_class
+    model.learn(2000)
+
+    # The main process never steps the optimizer: its statistics moved only through shared memory.
+    # Every update of both workers counted in the same step counter.
+    assert model._n_updates == model.num_timesteps // model.n_steps
+    assert model._n_updates >= 2000 // 10
+    for param in model.policy.parameters():
+        state = optimizer.state[param]
+        assert int(state["step"].item()) == model._n_updates
+        assert state[statistic].is_shared()
+        assert state[statistic].abs().sum() > 0
+
+
+def test_default_optimizer_is_shared_rmsprop_with_a2c_settings():
+    model = A3C("MlpPolicy", "CartPole-v1", n_envs=1, rms_prop_eps=1e-5)
+    optimizer = model.policy.optimizer
+    assert isinstance(optimizer, SharedRMSprop)
+    group = optimizer.param_groups[0]
+    assert (group["alpha"], group["eps"], group["weight_decay"], group["lr"]) == (0.99, 1e-5, 0, 7e-4)
+
+
+def test_learning_rate_schedule_follows_global_progress():
+    """A schedule that drops to 0 at half the budget freezes the shared parameters from then on."""
+
+    def schedule(progress_remaining: float) -> float:
+        return 1e-3 if progress_remaining > 0.5 else 0.0
+
+    model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=10, learning_rate=schedule, seed=0)
+    snapshots = []
+
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class SnapshotAfterTwoThirds(BaseCallback):
+        def _on_step(self) -> bool:
+            if not snapshots and self.num_timesteps >= 4000:
+                snapshots.append([p.detach().clone() for p in self.model.policy.parameters()])
+            return True
+
+    initial = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(6000, callback=SnapshotAfterTwoThirds())
+    final = [p.detach() for p in model.policy.parameters()]
+    assert any(not th.equal(a, b) for a, b in zip(initial, snapshots[0]))
+    for snapshot, param in zip(snapshots[0], final):
+        assert th.equal(snapshot, param)
+    assert model.policy.optimizer.param_groups[0]["lr"] == 0.0
+    assert np.isclose(model._current_progress_remaining, 0.0, atol=0.02)
