@@ -180,6 +180,11 @@ class A3C(OnPolicyAlgorithm):
             raise ValueError(f"policy.optimizer must keep its state in shared memory, got {type(optimizer).__name__}")
         optimizer.share_memory()
 
+    def _make_local_policy(self) -> BasePolicy:
+        """A private policy for a worker. It only computes gradients: its own optimizer is a stateless placeholder."""
+        policy_kwargs = {**self.policy_kwargs, "optimizer_class": th.optim.SGD, "optimizer_kwargs": {}}
+        return self.policy_class(self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **policy_kwargs)
+
     def _make_job(self, total_timesteps: int) -> ActorLearnerJob:
         context = multiprocessing.get_context("fork")
         # Distinct seeds per worker, drawn from the (seeded) main-process generator
@@ -187,6 +192,7 @@ class A3C(OnPolicyAlgorithm):
         return ActorLearnerJob(
             shared_policy=self.policy,
             shared_optimizer=self.policy.optimizer,
+            make_local_policy=self._make_local_policy,
             training_env=self.env,
             worker_seeds=worker_seeds,
             n_steps=self.n_steps,

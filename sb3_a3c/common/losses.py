@@ -4,9 +4,9 @@ from typing import NamedTuple
 
 import torch as th
 from gymnasium import spaces
-from sb3_contrib.common.recurrent.type_aliases import RecurrentRolloutBufferSamples
+from sb3_contrib.common.recurrent.type_aliases import RecurrentDictRolloutBufferSamples, RecurrentRolloutBufferSamples
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import RolloutBufferSamples
+from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, RolloutBufferSamples
 
 
 class ActorCriticLoss(NamedTuple):
@@ -20,7 +20,7 @@ class ActorCriticLoss(NamedTuple):
 
 def actor_critic_loss(
     policy: ActorCriticPolicy,
-    rollout_data: RolloutBufferSamples | RecurrentRolloutBufferSamples,
+    rollout_data: RolloutBufferSamples | DictRolloutBufferSamples | RecurrentRolloutBufferSamples | RecurrentDictRolloutBufferSamples,
     action_space: spaces.Space,
     ent_coef: float,
     vf_coef: float,
@@ -45,7 +45,7 @@ def actor_critic_loss(
         # Convert discrete action from float to long
         actions = actions.long().flatten()
 
-    if isinstance(rollout_data, RecurrentRolloutBufferSamples):
+    if isinstance(rollout_data, (RecurrentRolloutBufferSamples, RecurrentDictRolloutBufferSamples)):
         values, log_prob, entropy = policy.evaluate_actions(  # type: ignore[call-arg]
             rollout_data.observations, actions, rollout_data.lstm_states, rollout_data.episode_starts
         )

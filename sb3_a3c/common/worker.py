@@ -32,6 +32,7 @@ class ActorLearnerJob:
 
     :param shared_policy: the policy in shared memory that all workers update
     :param shared_optimizer: ``shared_policy.optimizer``, with its statistics in shared memory
+    :param make_local_policy: builds a private policy of the same architecture (gradients are computed on it)
     :param training_env: the user's VecEnv; worker ``rank`` steps its env number ``rank``
     :param worker_seeds: one seed per worker rank
     :param n_steps: transitions per rollout (and per update)
@@ -53,6 +54,7 @@ class ActorLearnerJob:
 
     shared_policy: ActorCriticPolicy
     shared_optimizer: th.optim.Optimizer
+    make_local_policy: Callable[[], ActorCriticPolicy]
     training_env: VecEnv
     worker_seeds: list[int]
     n_steps: int
@@ -112,7 +114,7 @@ def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Ro
     set_random_seed(job.worker_seeds[rank])
     env = make_worker_env(job.training_env, rank)
     env.seed(job.worker_seeds[rank])
-    local_policy = copy.deepcopy(job.shared_policy)
+    local_policy = job.make_local_policy()
     collector = RolloutCollector(local_policy, env, job.n_steps, job.gamma, job.gae_lambda, job.use_sde, job.sde_sample_freq)
 
     while not job.should_stop():

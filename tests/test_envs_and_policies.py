@@ -1,0 +1,85 @@
+"""Every policy and action space SB3's A2C supports trains through the workers, with the user's wrappers."""
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.env_util import make_atari_env, make_vec_env
+from stable_baselines3.common.envs import IdentityEnvMultiBinary, IdentityEnvMultiDiscrete, SimpleMultiObsEnv
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
+
+from sb3_a3c import A3C
+
+gym.register_envs(ale_py)
+
+
+@pytest.mark.parametrize(
+    "policy, make_env",
+    [
+        ("MlpPolicy", lambda: make_vec_env("Pendulum-v1", n_envs=2, seed=0)),
+        ("MlpLstmPolicy", lambda: make_vec_env("Pendulum-v1", n_envs=2, seed=0)),
+        ("MlpPolicy", lambda: DummyVecEnv([lambda: IdentityEnvMultiDiscrete(dim=3)] * 2)),
+        ("MlpPolicy", lambda: DummyVecEnv([lambda: IdentityEnvMultiBinary(dim=3)] * 2)),
+        ("MultiInputPolicy", lambda: DummyVecEnv([SimpleMultiObsEnv] * 2)),
+        ("MultiInputLstmPolicy", lambda: DummyVecEnv([SimpleMultiObsEnv] * 2)),
+    ],
+)
+def test_policy_and_action_space_train(policy, make_env):
+    model = A3C(policy, make_env(), n_steps=8, seed=0)
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(400)
+    assert model.num_timesteps >= 400
+    assert any(not (a == b).all() for a, b in zip(before, model.policy.parameters()))
+    observation = model.env.reset()
+    actions, _ = model.predict(observation, deterministic=True)
+    assert model.env.action_space.contains(actions[0])
+
+
+def test_gsde_exploration_trains():
+    model = A3C("MlpPolicy", make_vec_env("Pendulum-v1", n_envs=2, seed=0), n_steps=8, use_sde=True, sde_sample_freq=4, seed=0)
+    model.learn(400)
+    assert model.num_timesteps >= 400
+
+
+def test_gym_env_instance_gives_one_worker():
+    model = A3C("MlpPolicy", gym.make("CartPole-v1"), n_steps=8, seed=0)
+    assert model.n_envs == 1
+    model.learn(200)
+    assert 200 <= model.num_timesteps <= 208
+
+
+def test_env_id_gives_n_envs_workers():
+    model = A3C("MlpPolicy", "CartPole-v1", n_envs=3, n_steps=8, seed=0)
+    assert model.n_envs == 3
+    model.learn(300)
+    assert 300 <= model.num_timesteps <= 300 + 3 * 8
+
+
+def test_vec_normalize_statistics_reach_the_main_process():
+    env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0))
+    model = A3C("MlpPolicy", env, n_steps=8, seed=0)
+    model.learn(800)
+    assert env.obs_rms.count > 300  # worker 0's running statistics, mirrored after each of its updates
+
+
+def test_atari_cnn_lstm_smoke(tmp_path):
+    """CnnLstmPolicy on Pong with SB3's AtariWrapper and VecFrameStack: trains a few thousand steps and logs."""
+    env = VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=2, seed=0), n_stack=4)
+    model = A3C("CnnLstmPolicy", env, n_steps=20, seed=0, policy_kwargs=dict(lstm_hidden_size=128))
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(2000, log_interval=10)
+    assert model.num_timesteps >= 2000
+    assert (tmp_path / "progress.csv").read_text().count("\n") >= 2
+    observation = env.reset()
+    episode_starts = np.ones(env.num_envs, dtype=bool)
+    actions, state = model.predict(observation, state=None, episode_start=episode_starts, deterministic=True)
+    assert actions.shape == (2,) and state is not None
+
+
+def test_evaluate_policy_with_lstm_policy():
+    model = A3C("MlpLstmPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=8, seed=0)
+    model.learn(200)
+    mean_reward, _ = evaluate_policy(model, make_vec_env("CartPole-v1", n_envs=1), n_eval_episodes=2)
+    assert mean_reward > 0
