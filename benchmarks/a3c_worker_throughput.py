@@ -54,7 +54,9 @@ def main() -> None:
         for n_workers in args.workers:
             row = measure(policy, n_workers, args.steps, args.warmup_steps)
             results.append(row)
-            print(f"{policy:<15} {n_workers:>7} {row['steps']:>8} {row['seconds']:>8} {row['steps_per_second']:>8}", flush=True)
+            print(
+                f"{policy:<15} {n_workers:>7} {row['steps']:>8} {row['seconds']:>8} {row['steps_per_second']:>8}", flush=True
+            )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     machine = {"cpus": len(__import__("os").sched_getaffinity(0)), "platform": platform.platform()}
     args.output.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n")

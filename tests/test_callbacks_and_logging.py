@@ -66,7 +66,9 @@ def test_callback_returning_false_stops_all_workers():
 
 def test_eval_callback_runs_at_the_expected_timesteps(tmp_path):
     model = make_model()
-    eval_callback = EvalCallback(make_vec_env("CartPole-v1", n_envs=1), eval_freq=500, n_eval_episodes=2, log_path=str(tmp_path))
+    eval_callback = EvalCallback(
+        make_vec_env("CartPole-v1", n_envs=1), eval_freq=500, n_eval_episodes=2, log_path=str(tmp_path)
+    )
     model.learn(5000, callback=eval_callback)
     # eval_freq counts on_step calls: 500 calls * 2 envs = every 1000 timesteps
     assert list(eval_callback.evaluations_timesteps) == [1000, 2000, 3000, 4000, 5000]
@@ -76,7 +78,9 @@ def test_eval_callback_runs_at_the_expected_timesteps(tmp_path):
 def test_stop_training_on_reward_threshold_stops_learning():
     model = make_model()
     stop = StopTrainingOnRewardThreshold(reward_threshold=0.0)  # any evaluation passes
-    eval_callback = EvalCallback(make_vec_env("CartPole-v1", n_envs=1), eval_freq=200, n_eval_episodes=1, callback_on_new_best=stop)
+    eval_callback = EvalCallback(
+        make_vec_env("CartPole-v1", n_envs=1), eval_freq=200, n_eval_episodes=1, callback_on_new_best=stop
+    )
     model.learn(1_000_000, callback=eval_callback)
     assert model.num_timesteps < 1000
 

@@ -119,7 +119,7 @@ def test_unknown_policy_name_is_a_value_error():
 def test_subproc_vec_env_is_refused_with_what_to_use_instead():
     env = SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 2, start_method="fork")
     try:
-        with pytest.raises(ValueError, match="needs the environments in a DummyVecEnv.*got SubprocVecEnv"):
+        with pytest.raises(ValueError, match=r"needs the environments in a DummyVecEnv.*got SubprocVecEnv"):
             A3C("MlpPolicy", env)
     finally:
         env.close()

@@ -1,6 +1,7 @@
 """The update a worker applies is exactly the gradient of its own rollout's loss, and the optimizer is shared."""
 
 import copy
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ class SharedSGD(SharedOptimizerMixin, th.optim.SGD):
 class RecordingCollector(RolloutCollector):
     """Keeps a copy of every rollout buffer the worker fills."""
 
-    collected_buffers: list = []
+    collected_buffers: ClassVar[list] = []
 
     def collect(self):
         infos = super().collect()
@@ -61,7 +62,10 @@ def test_worker_gradients_are_not_accumulated(monkeypatch):
 
     def record_step(optimizer, args, kwargs):
         applied_updates.append(
-            ([p.detach().clone() for p in model.policy.parameters()], [p.grad.detach().clone() for p in model.policy.parameters()])
+            (
+                [p.detach().clone() for p in model.policy.parameters()],
+                [p.grad.detach().clone() for p in model.policy.parameters()],
+            )
         )
 
     model.policy.optimizer.register_step_pre_hook(record_step)
@@ -103,7 +107,10 @@ def test_local_policy_does_not_share_memory_with_shared_policy():
         assert local_param.data_ptr() != shared_param.data_ptr()
 
 
-@pytest.mark.parametrize("optimizer_class, shared_class, statistic", [(None, SharedRMSprop, "square_avg"), (th.optim.Adam, SharedAdam, "exp_avg_sq")])
+@pytest.mark.parametrize(
+    "optimizer_class, shared_class, statistic",
+    [(None, SharedRMSprop, "square_avg"), (th.optim.Adam, SharedAdam, "exp_avg_sq")],
+)
 def test_both_workers_update_the_same_optimizer_statistics(optimizer_class, shared_class, statistic):
     policy_kwargs = {} if optimizer_class is None else dict(optimizer_class=optimizer_class)
     model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=10, seed=0, policy_kwargs=policy_kwargs)

@@ -43,7 +43,9 @@ def test_loaded_lstm_model_predicts_like_the_original(tmp_path):
 
     observations = sample_observations(4)
     episode_starts = np.ones(4, dtype=bool)
-    expected_actions, expected_state = model.predict(observations, state=None, episode_start=episode_starts, deterministic=True)
+    expected_actions, expected_state = model.predict(
+        observations, state=None, episode_start=episode_starts, deterministic=True
+    )
     actions, state = loaded.predict(observations, state=None, episode_start=episode_starts, deterministic=True)
     np.testing.assert_array_equal(actions, expected_actions)
     np.testing.assert_allclose(state[0], expected_state[0])

@@ -183,7 +183,9 @@ class A3C(OnPolicyAlgorithm):
     def _make_local_policy(self) -> BasePolicy:
         """A private policy for a worker. It only computes gradients: its own optimizer is a stateless placeholder."""
         policy_kwargs = {**self.policy_kwargs, "optimizer_class": th.optim.SGD, "optimizer_kwargs": {}}
-        return self.policy_class(self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **policy_kwargs)
+        return self.policy_class(
+            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **policy_kwargs
+        )
 
     def _make_job(self, total_timesteps: int) -> ActorLearnerJob:
         context = multiprocessing.get_context("fork")
@@ -220,7 +222,9 @@ class A3C(OnPolicyAlgorithm):
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfA3C:
-        total_timesteps, callback = self._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        total_timesteps, callback = self._setup_learn(
+            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
+        )
         callback.on_training_start(locals(), globals())
         assert self.env is not None
 
@@ -263,4 +267,3 @@ def _clone_state(value: Any) -> Any:
     if isinstance(value, list):
         return [_clone_state(item) for item in value]
     return value
-

@@ -20,7 +20,10 @@ class ActorCriticLoss(NamedTuple):
 
 def actor_critic_loss(
     policy: ActorCriticPolicy,
-    rollout_data: RolloutBufferSamples | DictRolloutBufferSamples | RecurrentRolloutBufferSamples | RecurrentDictRolloutBufferSamples,
+    rollout_data: RolloutBufferSamples
+    | DictRolloutBufferSamples
+    | RecurrentRolloutBufferSamples
+    | RecurrentDictRolloutBufferSamples,
     action_space: spaces.Space,
     ent_coef: float,
     vf_coef: float,

@@ -42,7 +42,14 @@ def make_rollout_buffer(
         hidden_state_shape = (n_steps, lstm.num_layers, n_envs, lstm.hidden_size)
         buffer_class = RecurrentDictRolloutBuffer if isinstance(observation_space, spaces.Dict) else RecurrentRolloutBuffer
         return buffer_class(
-            n_steps, observation_space, action_space, hidden_state_shape, device, gamma=gamma, gae_lambda=gae_lambda, n_envs=n_envs
+            n_steps,
+            observation_space,
+            action_space,
+            hidden_state_shape,
+            device,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            n_envs=n_envs,
         )
     buffer_class = DictRolloutBuffer if isinstance(observation_space, spaces.Dict) else RolloutBuffer
     return buffer_class(n_steps, observation_space, action_space, device, gamma=gamma, gae_lambda=gae_lambda, n_envs=n_envs)

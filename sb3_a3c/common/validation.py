@@ -33,7 +33,9 @@ def check_hyperparameters(
         learning_rate,
         "a positive number or a schedule (a function of the progress remaining)",
     )
-    _require(isinstance(n_steps, int) and not isinstance(n_steps, bool) and n_steps >= 1, "n_steps", n_steps, "an integer >= 1")
+    _require(
+        isinstance(n_steps, int) and not isinstance(n_steps, bool) and n_steps >= 1, "n_steps", n_steps, "an integer >= 1"
+    )
     _require(isinstance(gamma, Real) and 0 < float(gamma) <= 1, "gamma", gamma, "in (0, 1]")
     _require(isinstance(gae_lambda, Real) and 0 <= float(gae_lambda) <= 1, "gae_lambda", gae_lambda, "in [0, 1]")
     _require(isinstance(ent_coef, Real) and 0 <= float(ent_coef) < np.inf, "ent_coef", ent_coef, "a finite number >= 0")

@@ -169,4 +169,3 @@ def _normalization_stats(env: VecEnv) -> tuple | None:
     if vec_normalize is None:
         return None
     return copy.deepcopy((vec_normalize.obs_rms, vec_normalize.ret_rms))
-
