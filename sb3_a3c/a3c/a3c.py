@@ -233,6 +233,9 @@ class A3C(OnPolicyAlgorithm):
         self._update_lock = job.update_lock
         report_handler = WorkerReportHandler(self, callback, log_interval, total_timesteps)
         describe_worker = partial(describe_env, self.env)
+        # The workers use the cores; callbacks that run the policy here (EvalCallback) use one thread
+        main_process_threads = th.get_num_threads()
+        th.set_num_threads(1)
         try:
             with WorkerPool(self.n_envs, partial(run_actor_learner, job), job.stop_event, describe_worker) as pool:
                 callback.on_rollout_start()
@@ -240,6 +243,7 @@ class A3C(OnPolicyAlgorithm):
                     if not report_handler.handle(report):
                         pool.request_stop()
         finally:
+            th.set_num_threads(main_process_threads)
             self._update_lock = None
             report_handler.finish()
 

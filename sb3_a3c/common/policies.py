@@ -10,6 +10,38 @@ from stable_baselines3.common.policies import (
     BasePolicy,
     MultiInputActorCriticPolicy,
 )
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from sb3_a3c.common.torch_layers import NatureCnnConvolutions
+
+
+class CnnTwoHeadPolicy(ActorCriticCnnPolicy):
+    """
+    The A2C tutorial's image network: Nature-CNN convolutions, then separate actor and critic heads of
+    one 512-unit ReLU layer each (no shared dense layer); the actor outputs a softmax over actions
+    (a categorical distribution) for discrete action spaces.
+
+    Takes the arguments of SB3's ``CnnPolicy``; only the defaults of ``net_arch``, ``activation_fn``
+    and ``features_extractor_class`` differ.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        net_arch: dict[str, list[int]] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        features_extractor_class: type[BaseFeaturesExtractor] = NatureCnnConvolutions,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            *args,
+            net_arch=dict(pi=[512], vf=[512]) if net_arch is None else net_arch,
+            activation_fn=activation_fn,
+            features_extractor_class=features_extractor_class,
+            **kwargs,
+        )
+
 
 POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpPolicy": ActorCriticPolicy,
@@ -18,6 +50,7 @@ POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpLstmPolicy": MlpLstmPolicy,
     "CnnLstmPolicy": CnnLstmPolicy,
     "MultiInputLstmPolicy": MultiInputLstmPolicy,
+    "CnnTwoHeadPolicy": CnnTwoHeadPolicy,
 }
 
 # Keyword arguments that only sb3-contrib's recurrent policies understand

@@ -1,0 +1,215 @@
+from typing import Any, ClassVar, TypeVar
+
+import torch as th
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from sb3_contrib.ppo_recurrent import RecurrentPPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.utils import explained_variance
+from stable_baselines3.common.vec_env import VecEnv
+
+from sb3_a3c.common.losses import actor_critic_loss
+from sb3_a3c.common.policies import POLICY_ALIASES, check_policy_kwargs, is_recurrent_policy_class
+from sb3_a3c.common.rollouts import initial_lstm_states, make_rollout_buffer
+from sb3_a3c.common.validation import check_action_space, check_hyperparameters
+
+SelfSyncA2C = TypeVar("SelfSyncA2C", bound="SyncA2C")
+
+
+class SyncA2C(OnPolicyAlgorithm):
+    """
+    Synchronous Advantage Actor Critic: the synchronous variant of A3C, with LSTM policies
+
+    Paper: https://arxiv.org/abs/1602.01783 (A3C), synchronous variant as in OpenAI Baselines' A2C.
+    The envs of the VecEnv (the workers) are stepped in turn for ``n_steps`` each, then one update is
+    made on all their transitions together, on the GPU when there is one. With ``gae_lambda=1`` the
+    targets are n-step returns bootstrapped by the critic at the end of each worker's batch, never
+    across a terminal state. Same policy classes and hyperparameter names as ``A3C``, so that the two
+    compare asynchronous and synchronous updates and nothing else.
+
+    :param policy: The policy model to use (MlpPolicy, CnnPolicy, CnnTwoHeadPolicy, MlpLstmPolicy, CnnLstmPolicy, ...)
+    :param env: The environment to learn from (if registered in Gym, can be str)
+    :param learning_rate: The learning rate, it can be a function of the current progress remaining (from 1 to 0)
+    :param n_steps: The number of steps to run for each environment per update
+        (i.e. batch size is n_steps * n_env where n_env is number of environment copies running in parallel)
+    :param gamma: Discount factor
+    :param gae_lambda: Factor for trade-off of bias vs variance for Generalized Advantage Estimator.
+        Equivalent to classic advantage when set to 1.
+    :param ent_coef: Entropy coefficient for the loss calculation
+    :param vf_coef: Value function coefficient for the loss calculation
+    :param max_grad_norm: The maximum value for the gradient clipping
+    :param rms_prop_eps: RMSProp epsilon. It stabilizes square root computation in denominator
+        of RMSProp update
+    :param use_rms_prop: Whether to use RMSprop (default) or Adam as optimizer
+    :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
+        instead of action noise exploration (default: False)
+    :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
+        Default: -1 (only sample at the beginning of the rollout)
+    :param normalize_advantage: Whether to normalize or not the advantage
+    :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
+        the reported success rate, mean episode length, and mean reward over
+    :param tensorboard_log: the log location for tensorboard (if None, no logging)
+    :param policy_kwargs: additional arguments to be passed to the policy on creation
+    :param verbose: Verbosity level: 0 for no output, 1 for info messages (such as device or wrappers used), 2 for
+        debug messages
+    :param seed: Seed for the pseudo random generators
+    :param device: Device (cpu, cuda, ...) on which the code should be run.
+        Setting it to auto, the code will be run on the GPU if possible.
+    :param _init_setup_model: Whether or not to build the network at the creation of the instance
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
+
+    def __init__(
+        self,
+        policy: str | type[BasePolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 7e-4,
+        n_steps: int = 5,
+        gamma: float = 0.99,
+        gae_lambda: float = 1.0,
+        ent_coef: float = 0.01,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        rms_prop_eps: float = 1e-5,
+        use_rms_prop: bool = True,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        normalize_advantage: bool = False,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ):
+        check_hyperparameters(
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+        )
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=dict(policy_kwargs or {}),
+            verbose=verbose,
+            device=device,
+            seed=seed,
+            _init_setup_model=False,
+        )
+        self.rms_prop_eps = rms_prop_eps
+        self.use_rms_prop = use_rms_prop
+        self.normalize_advantage = normalize_advantage
+        self._last_lstm_states = None
+
+        check_policy_kwargs(self.policy_class, self.policy_kwargs)
+        if self.env is not None:
+            check_action_space(self.action_space, type(self).__name__)
+        # RMSProp as in the original A2C, with SB3 A2C's settings
+        if use_rms_prop and "optimizer_class" not in self.policy_kwargs:
+            self.policy_kwargs["optimizer_class"] = th.optim.RMSprop
+            self.policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=rms_prop_eps, weight_decay=0)
+
+        if _init_setup_model:
+            self._setup_model()
+
+    @property
+    def recurrent(self) -> bool:
+        return is_recurrent_policy_class(self.policy_class)
+
+    def _setup_model(self) -> None:
+        if not self.recurrent:
+            # SB3's own set-up: with the same seed, the same initial parameters as SB3's A2C
+            super()._setup_model()
+            return
+        self._setup_lr_schedule()
+        self.set_random_seed(self.seed)
+        self.policy = self.policy_class(  # type: ignore[assignment]
+            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
+        )
+        self.policy = self.policy.to(self.device)
+        self._last_lstm_states = initial_lstm_states(self.policy, self.n_envs, self.device)
+        self.rollout_buffer = make_rollout_buffer(self.policy, self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device)
+
+    def collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+    ) -> bool:
+        if isinstance(self.policy, RecurrentActorCriticPolicy):
+            # sb3-contrib's collection: LSTM states carried across rollouts, reset at episode starts
+            return RecurrentPPO.collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps)  # type: ignore[arg-type]
+        return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+
+    def train(self) -> None:
+        """
+        Update policy using the currently gathered rollout buffer (one gradient step over all of it).
+        """
+        # Switch to train mode (this affects batch norm / dropout)
+        self.policy.set_training_mode(True)
+
+        # Update optimizer learning rate
+        self._update_learning_rate(self.policy.optimizer)
+
+        # All transitions of all workers in one batch
+        rollout_data = next(self.rollout_buffer.get(batch_size=None))
+        losses = actor_critic_loss(
+            self.policy, rollout_data, self.action_space, self.ent_coef, self.vf_coef, self.normalize_advantage
+        )
+
+        # Optimization step
+        self.policy.optimizer.zero_grad()
+        losses.loss.backward()
+
+        # Clip grad norm
+        th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+        self.policy.optimizer.step()
+
+        explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
+
+        self._n_updates += 1
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/explained_variance", explained_var)
+        self.logger.record("train/entropy_loss", losses.entropy_loss)
+        self.logger.record("train/policy_loss", losses.policy_loss)
+        self.logger.record("train/value_loss", losses.value_loss)
+        if hasattr(self.policy, "log_std"):
+            self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
+
+    def learn(
+        self: SelfSyncA2C,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 100,
+        tb_log_name: str = "SyncA2C",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfSyncA2C:
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_last_lstm_states"]
