@@ -148,7 +148,9 @@ class SyncA2C(OnPolicyAlgorithm):
         )
         self.policy = self.policy.to(self.device)
         self._last_lstm_states = initial_lstm_states(self.policy, self.n_envs, self.device)
-        self.rollout_buffer = make_rollout_buffer(self.policy, self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device)
+        self.rollout_buffer = make_rollout_buffer(
+            self.policy, self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device
+        )
 
     def collect_rollouts(
         self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
