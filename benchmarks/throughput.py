@@ -1,0 +1,136 @@
+"""
+Steps per second on PongNoFrameskip-v4 with SB3's Atari wrappers, measured side by side in one run.
+
+Each entry runs for the same budget of environment steps, one after another (never two at once),
+and the whole sequence is repeated ``--rounds`` times; the table gives the median over rounds and the
+ratio to SB3's A2C measured in the same run.
+
+    python benchmarks/throughput.py --entries a2c sync_a2c --steps 20000 --rounds 3
+
+Entries:
+  env_only   random actions in ``--workers`` processes (AtariWrapper, no learning): the ceiling
+  a2c        SB3 A2C with the RL Zoo's Atari hyperparameters (16 envs, CnnPolicy, frame stack 4)
+  sync_a2c   SyncA2C with the same network, envs and hyperparameters as ``a2c``
+  a3c        A3C, ``--workers`` workers, ``--a3c-policy``, frame stack 4
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import ale_py
+import gymnasium as gym
+import torch as th
+from stable_baselines3 import A2C
+from stable_baselines3.common.atari_wrappers import AtariWrapper
+from stable_baselines3.common.env_util import make_atari_env
+from stable_baselines3.common.vec_env import VecFrameStack
+
+from sb3_a3c import A3C, SyncA2C
+
+gym.register_envs(ale_py)
+ENV_ID = "PongNoFrameskip-v4"
+# rl_zoo3/hyperparams/a2c.yml, "atari" entry (n_timesteps and env_wrapper aside)
+ZOO_A2C_ATARI = dict(
+    ent_coef=0.01,
+    vf_coef=0.25,
+    policy_kwargs=dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=dict(eps=1e-5, alpha=0.99, weight_decay=0)),
+)
+
+
+def _random_stepping(n_steps: int, seed: int) -> None:
+    env = AtariWrapper(gym.make(ENV_ID))
+    env.reset(seed=seed)
+    for _ in range(n_steps):
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        if terminated or truncated:
+            env.reset()
+
+
+def env_only(steps: int, workers: int) -> float:
+    """Random actions in `workers` processes, `steps` steps in all; returns wall-clock seconds."""
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_random_stepping, args=(steps // workers, rank)) for rank in range(workers)]
+    start = time.perf_counter()
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+    return time.perf_counter() - start
+
+
+def _timed_learn(model, steps: int) -> float:
+    start = time.perf_counter()
+    model.learn(steps)
+    return time.perf_counter() - start
+
+
+def a2c(steps: int, workers: int) -> float:
+    env = VecFrameStack(make_atari_env(ENV_ID, n_envs=16, seed=0), n_stack=4)
+    return _timed_learn(A2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
+
+
+def sync_a2c(steps: int, workers: int) -> float:
+    env = VecFrameStack(make_atari_env(ENV_ID, n_envs=16, seed=0), n_stack=4)
+    return _timed_learn(SyncA2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
+
+
+def a3c(steps: int, workers: int, policy: str = "CnnPolicy") -> float:
+    env = VecFrameStack(make_atari_env(ENV_ID, n_envs=workers, seed=0), n_stack=4)
+    model = A3C(policy, env, seed=0)
+    model.learn(500)  # fork and first allocations are not counted
+    return _timed_learn(model, steps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", nargs="+", default=["env_only", "a2c", "sync_a2c", "a3c"])
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--a3c-policy", default="CnnPolicy")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "throughput.json")
+    args = parser.parse_args()
+
+    runners: dict[str, Callable[[int, int], float]] = {
+        "env_only": env_only,
+        "a2c": a2c,
+        "sync_a2c": sync_a2c,
+        "a3c": lambda steps, workers: a3c(steps, workers, args.a3c_policy),
+    }
+    rates: dict[str, list[float]] = {entry: [] for entry in args.entries}
+    for round_index in range(args.rounds):
+        for entry in args.entries:
+            seconds = runners[entry](args.steps, args.workers)
+            rates[entry].append(args.steps / seconds)
+            print(f"round {round_index + 1}: {entry:<9} {args.steps / seconds:8.1f} steps/s", flush=True)
+
+    medians = {entry: statistics.median(values) for entry, values in rates.items()}
+    print(f"\n{'entry':<10} {'steps/s':>9} {'vs a2c':>7} {'vs env':>7}   (median of {args.rounds} rounds)")
+    for entry, median in medians.items():
+        vs_a2c = f"{median / medians['a2c']:.2f}" if "a2c" in medians else "-"
+        vs_env = f"{median / medians['env_only']:.2f}" if "env_only" in medians else "-"
+        print(f"{entry:<10} {median:9.1f} {vs_a2c:>7} {vs_env:>7}")
+
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    result = {
+        "command": "python benchmarks/throughput.py " + " ".join(f"{k}={v}" for k, v in vars(args).items() if k != "output"),
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(), "torch": th.__version__},
+        "steps_per_entry": args.steps,
+        "workers": args.workers,
+        "a3c_policy": args.a3c_policy,
+        "rounds": rates,
+        "median_steps_per_second": medians,
+    }
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
