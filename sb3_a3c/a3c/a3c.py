@@ -10,6 +10,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
+from sb3_a3c.common.loading import ClearLoadErrorsMixin
 from sb3_a3c.common.policies import POLICY_ALIASES, check_policy_kwargs
 from sb3_a3c.common.report_handling import WorkerReportHandler
 from sb3_a3c.common.shared_optimizers import SharedAdam, SharedOptimizerMixin, SharedRMSprop, shared_optimizer_class
@@ -20,13 +21,16 @@ from sb3_a3c.common.worker_pool import WorkerPool, fork_is_available
 
 SelfA3C = TypeVar("SelfA3C", bound="A3C")
 
+# Seconds `save()` waits, during training, for the workers to finish the optimizer step in progress
+SNAPSHOT_LOCK_TIMEOUT = 30.0
+
 
 def default_n_workers() -> int:
     """One worker per CPU core this process may use."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-class A3C(OnPolicyAlgorithm):
+class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     """
     Asynchronous Advantage Actor Critic (A3C), with Hogwild actor-learners in worker processes
 
@@ -255,8 +259,15 @@ class A3C(OnPolicyAlgorithm):
         lock = getattr(self, "_update_lock", None)
         if lock is None:
             return super().get_parameters()
-        with lock:
+        if not lock.acquire(timeout=SNAPSHOT_LOCK_TIMEOUT):
+            raise RuntimeError(
+                f"Could not take a consistent snapshot of the shared model within {SNAPSHOT_LOCK_TIMEOUT} s: "
+                "a worker holds the update lock (it may have died during an update)."
+            )
+        try:
             return {name: _clone_state(state) for name, state in super().get_parameters().items()}
+        finally:
+            lock.release()
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_update_lock"]

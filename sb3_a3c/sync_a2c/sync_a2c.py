@@ -11,6 +11,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.utils import explained_variance
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_a3c.common.loading import ClearLoadErrorsMixin
 from sb3_a3c.common.losses import actor_critic_loss
 from sb3_a3c.common.policies import POLICY_ALIASES, check_policy_kwargs, is_recurrent_policy_class
 from sb3_a3c.common.rollouts import initial_lstm_states, make_rollout_buffer
@@ -19,7 +20,7 @@ from sb3_a3c.common.validation import check_action_space, check_hyperparameters
 SelfSyncA2C = TypeVar("SelfSyncA2C", bound="SyncA2C")
 
 
-class SyncA2C(OnPolicyAlgorithm):
+class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     """
     Synchronous Advantage Actor Critic: the synchronous variant of A3C, with LSTM policies
 

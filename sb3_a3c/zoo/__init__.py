@@ -1,0 +1,8 @@
+"""
+RL Zoo integration: ``--algo a3c`` and ``--algo sync_a2c`` work like built-in algorithms.
+
+rl_zoo3 has no plugin entry point, and ``rl_zoo3.train`` restricts ``--algo`` to its ``ALGOS`` dict
+while parsing arguments. A ``.pth`` file installed with the package imports ``sb3_a3c.zoo.startup``
+when Python starts; that module only installs an import hook (standard library only, nothing heavy),
+which completes rl_zoo3's modules right after they are imported (``registration``).
+"""

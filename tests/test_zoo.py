@@ -1,0 +1,191 @@
+"""The RL Zoo commands work with --algo a3c / sync_a2c, as with built-in algorithms, in both install modes."""
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sb3_a3c import A3C, SyncA2C
+from sb3_a3c.zoo import registration, startup
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, cwd: Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "MPLBACKEND": "Agg", "SDL_VIDEODRIVER": "dummy", **(env or {})}
+    result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment)
+    assert result.returncode == 0, f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    return result
+
+
+def zoo(command: str, algo: str, *extra: str, cwd: Path, env_id: str = "CartPole-v1") -> subprocess.CompletedProcess:
+    """``python -m rl_zoo3.{command} --algo {algo} --env {env_id} -f logs ...``"""
+    return run(sys.executable, "-m", f"rl_zoo3.{command}", "--algo", algo, "--env", env_id, "-f", "logs", *extra, cwd=cwd)
+
+
+def zoo_train(tmp_path: Path, algo: str, env_id: str, *extra: str) -> Path:
+    zoo("train", algo, *extra, cwd=tmp_path, env_id=env_id)
+    return tmp_path / "logs" / algo / f"{env_id}_1"
+
+
+def test_startup_hook_patches_exactly_the_registered_modules():
+    assert set(registration.PATCHES) <= startup.PATCHED_MODULES
+
+
+def test_python_start_up_imports_neither_torch_nor_rl_zoo3(tmp_path):
+    result = run(
+        sys.executable,
+        "-c",
+        "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'rl_zoo3', 'sb3_a3c')))",
+        cwd=tmp_path,
+    )
+    assert result.stdout.strip() == "['sb3_a3c', 'sb3_a3c.version', 'sb3_a3c.zoo', 'sb3_a3c.zoo.startup']"
+
+
+def test_zoo_sees_our_algorithms_hyperparameters_and_samplers(tmp_path):
+    code = (
+        "from rl_zoo3.utils import ALGOS;"
+        "from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER as S, HYPERPARAMS_CONVERTER as C;"
+        "print(ALGOS['a3c'].__name__, ALGOS['sync_a2c'].__name__, 'a3c' in S, 'sync_a2c' in C)"
+    )
+    assert run(sys.executable, "-c", code, cwd=tmp_path).stdout.split() == ["A3C", "SyncA2C", "True", "True"]
+
+
+@pytest.mark.parametrize("algo", ["a3c", "sync_a2c"])
+def test_shipped_hyperparameters_cover_the_zoo_entries(algo):
+    hyperparams = yaml.safe_load(Path(registration.hyperparams_path(algo)).read_text())
+    for entry in [
+        "atari",
+        "PongNoFrameskip-v4",
+        "BreakoutNoFrameskip-v4",
+        "CartPole-v1",
+        "Acrobot-v1",
+        "Pendulum-v1",
+        "default",
+    ]:
+        assert entry in hyperparams, entry
+        assert "policy" in hyperparams[entry] and "n_timesteps" in hyperparams[entry]
+
+
+def test_zoo_train_command_creates_model(tmp_path):
+    run_folder = zoo_train(
+        tmp_path, "a3c", "CartPole-v1", "-n", "3000", "--eval-freq", "1000", "--eval-episodes", "2", "--seed", "1"
+    )
+    model = A3C.load(run_folder / "CartPole-v1.zip")
+    assert model.num_timesteps >= 3000
+    config = yaml.safe_load((run_folder / "CartPole-v1" / "config.yml").read_text())
+    assert dict(config)["n_envs"] == 2  # read from sb3-a3c's hyperparams/a3c.yml
+    assert (run_folder / "evaluations.npz").exists()
+    assert sorted(path.name for path in run_folder.glob("*.monitor.csv")) == ["0.monitor.csv", "1.monitor.csv"]
+
+
+def test_zoo_sync_a2c_train_with_eval_and_enjoy(tmp_path):
+    run_folder = zoo_train(tmp_path, "sync_a2c", "CartPole-v1", "-n", "2000", "--eval-freq", "500", "--eval-episodes", "2")
+    assert SyncA2C.load(run_folder / "CartPole-v1.zip").num_timesteps == 2000
+    result = run(
+        sys.executable,
+        "-m",
+        "rl_zoo3.enjoy",
+        "--algo",
+        "sync_a2c",
+        "--env",
+        "CartPole-v1",
+        "-f",
+        "logs",
+        "--no-render",
+        "-n",
+        "300",
+        cwd=tmp_path,
+    )
+    assert "Atari Episode Score" in result.stdout or "Episode Reward" in result.stdout
+
+
+def test_conf_file_wins_over_shipped_hyperparameters(tmp_path):
+    (tmp_path / "mine.yml").write_text("CartPole-v1:\n  n_envs: 3\n  n_timesteps: 600\n  policy: 'MlpPolicy'\n  n_steps: 10\n")
+    run_folder = zoo_train(tmp_path, "a3c", "CartPole-v1", "-conf", "mine.yml")
+    config = dict(yaml.safe_load((run_folder / "CartPole-v1" / "config.yml").read_text()))
+    assert (config["n_envs"], config["n_steps"]) == (3, 10)
+
+
+def test_cli_enjoy_record_video_and_plots(tmp_path):
+    run("rl_zoo3", "train", "--algo", "a3c", "--env", "CartPole-v1", "-n", "2000", "-f", "logs", cwd=tmp_path)
+    enjoy = run(
+        sys.executable,
+        "-m",
+        "rl_zoo3.enjoy",
+        "--algo",
+        "a3c",
+        "--env",
+        "CartPole-v1",
+        "-f",
+        "logs",
+        "--no-render",
+        "-n",
+        "500",
+        cwd=tmp_path,
+    )
+    assert "Episode Reward" in enjoy.stdout or "Atari" in enjoy.stdout
+    run(
+        sys.executable,
+        "-m",
+        "rl_zoo3.record_video",
+        "--algo",
+        "a3c",
+        "--env",
+        "CartPole-v1",
+        "-f",
+        "logs",
+        "-n",
+        "200",
+        cwd=tmp_path,
+    )
+    assert list((tmp_path / "logs" / "a3c" / "CartPole-v1_1" / "videos").glob("*.mp4"))
+    zoo("plots.plot_train", "a3c", cwd=tmp_path)
+
+
+def test_zoo_optimize(tmp_path):
+    result = run(
+        sys.executable, "-m", "rl_zoo3.train", "--algo", "a3c", "--env", "CartPole-v1", "-optimize", "--n-trials", "2",
+        "-n", "2000", "--n-evaluations", "1", "--eval-episodes", "2", "--sampler", "random", "--pruner", "none",
+        "-f", "logs", cwd=tmp_path,
+    )  # fmt: skip
+    assert "Number of finished trials: 2" in result.stdout
+    assert "Best trial" in result.stdout
+
+
+def test_wheel_install_registers_with_the_zoo(tmp_path):
+    """A regular (non-editable) install: the wheel carries the .pth hook and the YAML files, and they work."""
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        str(tmp_path / "dist"),
+        str(REPO_ROOT),
+        cwd=tmp_path,
+    )
+    wheel = next((tmp_path / "dist").glob("sb3_a3c-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "sb3_a3c_zoo.pth" in names
+    assert {"sb3_a3c/hyperparams/a3c.yml", "sb3_a3c/hyperparams/sync_a2c.yml"} <= set(names)
+
+    target = tmp_path / "site"
+    run(sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel), cwd=tmp_path)
+    # -S: skip this venv's site set-up (its editable sb3-a3c); add the wheel's folder as a site dir (its .pth runs),
+    # then this venv's packages as a plain path for the dependencies.
+    code = (
+        f"import site, sys; site.addsitedir({str(target)!r}); sys.path.append({sysconfig.get_paths()['purelib']!r});"
+        "import runpy, sb3_a3c; assert sb3_a3c.__file__.startswith(" + repr(str(target)) + "), sb3_a3c.__file__;"
+        "sys.argv = ['train', '--algo', 'a3c', '--env', 'CartPole-v1', '-n', '1000', '-f', 'logs'];"
+        "runpy.run_module('rl_zoo3.train', run_name='__main__')"
+    )
+    run(sys.executable, "-S", "-c", code, cwd=tmp_path)
+    assert (tmp_path / "logs" / "a3c" / "CartPole-v1_1" / "CartPole-v1.zip").exists()
