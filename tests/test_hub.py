@@ -36,6 +36,8 @@ def test_push_to_hub_then_load_from_hub_round_trip(tmp_path, hub):
         "HF_HUB_DISABLE_XET": "1",
         "HF_HOME": str(tmp_path / "hf_home"),
         "SDL_VIDEODRIVER": "dummy",
+        # huggingface_sb3 refuses to download pickled models unless the user says they trust them
+        "TRUST_REMOTE_CODE": "True",
     }
     zoo = (sys.executable, "-m")
     common = ("--algo", "a3c", "--env", "CartPole-v1")

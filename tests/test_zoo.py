@@ -1,5 +1,6 @@
 """The RL Zoo commands work with --algo a3c / sync_a2c, as with built-in algorithms, in both install modes."""
 
+import csv
 import os
 import subprocess
 import sys
@@ -21,6 +22,11 @@ def run(*args: str, cwd: Path, timeout: float = 600, env: dict | None = None) ->
     result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment)
     assert result.returncode == 0, f"{' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     return result
+
+
+def saved_config(run_folder: Path, env_id: str = "CartPole-v1") -> dict:
+    """The hyperparameters the Zoo saved for a run (an OrderedDict dumped by PyYAML)."""
+    return dict(yaml.load((run_folder / env_id / "config.yml").read_text(), Loader=yaml.UnsafeLoader))
 
 
 def zoo(command: str, algo: str, *extra: str, cwd: Path, env_id: str = "CartPole-v1") -> subprocess.CompletedProcess:
@@ -78,8 +84,7 @@ def test_zoo_train_command_creates_model(tmp_path):
     )
     model = A3C.load(run_folder / "CartPole-v1.zip")
     assert model.num_timesteps >= 3000
-    config = yaml.safe_load((run_folder / "CartPole-v1" / "config.yml").read_text())
-    assert dict(config)["n_envs"] == 2  # read from sb3-a3c's hyperparams/a3c.yml
+    assert saved_config(run_folder)["n_envs"] == 2  # read from sb3-a3c's hyperparams/a3c.yml
     assert (run_folder / "evaluations.npz").exists()
     assert sorted(path.name for path in run_folder.glob("*.monitor.csv")) == ["0.monitor.csv", "1.monitor.csv"]
 
@@ -108,12 +113,24 @@ def test_zoo_sync_a2c_train_with_eval_and_enjoy(tmp_path):
 def test_conf_file_wins_over_shipped_hyperparameters(tmp_path):
     (tmp_path / "mine.yml").write_text("CartPole-v1:\n  n_envs: 3\n  n_timesteps: 600\n  policy: 'MlpPolicy'\n  n_steps: 10\n")
     run_folder = zoo_train(tmp_path, "a3c", "CartPole-v1", "-conf", "mine.yml")
-    config = dict(yaml.safe_load((run_folder / "CartPole-v1" / "config.yml").read_text()))
+    config = saved_config(run_folder)
     assert (config["n_envs"], config["n_steps"]) == (3, 10)
 
 
 def test_cli_enjoy_record_video_and_plots(tmp_path):
-    run("rl_zoo3", "train", "--algo", "a3c", "--env", "CartPole-v1", "-n", "2000", "-f", "logs", cwd=tmp_path)
+    run(
+        str(Path(sys.executable).parent / "rl_zoo3"),
+        "train",
+        "--algo",
+        "a3c",
+        "--env",
+        "CartPole-v1",
+        "-n",
+        "2000",
+        "-f",
+        "logs",
+        cwd=tmp_path,
+    )
     enjoy = run(
         sys.executable,
         "-m",
@@ -154,8 +171,11 @@ def test_zoo_optimize(tmp_path):
         "-n", "2000", "--n-evaluations", "1", "--eval-episodes", "2", "--sampler", "random", "--pruner", "none",
         "-f", "logs", cwd=tmp_path,
     )  # fmt: skip
-    assert "Number of finished trials: 2" in result.stdout
-    assert "Best trial" in result.stdout
+    assert "Writing report to" in result.stdout
+    report = next((tmp_path / "logs" / "a3c").glob("report_CartPole-v1_2-trials-2000-random-none_*.csv"))
+    rows = list(csv.DictReader(report.open()))
+    assert [row["state"] for row in rows] == ["COMPLETE", "COMPLETE"]
+    assert all(float(row["value"]) > 0 for row in rows)  # mean evaluation reward of each trial
 
 
 def test_wheel_install_registers_with_the_zoo(tmp_path):

@@ -10,8 +10,10 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 SelfAlgorithm = TypeVar("SelfAlgorithm", bound="ClearLoadErrorsMixin")
 
-# What reading a truncated or corrupted zip raises, from zipfile, json, pickle and torch.load
+# What reading a truncated or corrupted zip raises, from zipfile, json, pickle, torch.load, and SB3's
+# `assert data is not None` when the zip lacks its "data" entry
 UNREADABLE_MODEL_ERRORS = (
+    AssertionError,
     zipfile.BadZipFile,
     zlib.error,
     EOFError,

@@ -3,6 +3,9 @@
 import contextvars
 import functools
 import inspect
+import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from pprint import pformat
@@ -179,3 +182,23 @@ def with_push_context(package_to_hub: Callable[..., Any]) -> Callable[..., Any]:
 
     push._sb3_a3c_patched = True  # type: ignore[attr-defined]
     return push
+
+
+def ensure_ffmpeg_on_path() -> None:
+    """
+    huggingface_sb3 converts the replay video by running ``ffmpeg`` from the shell. Where no ffmpeg is
+    installed, put the one that the ``imageio-ffmpeg`` wheel carries on ``PATH`` (for this process and
+    its children).
+    """
+    if shutil.which("ffmpeg") is not None:
+        return
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        return
+    folder = Path(tempfile.gettempdir()) / f"sb3-a3c-ffmpeg-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    link = folder / "ffmpeg"
+    if not link.exists():
+        link.symlink_to(imageio_ffmpeg.get_ffmpeg_exe())
+    os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"

@@ -64,11 +64,14 @@ def _patch_huggingface_sb3_push_to_hub(push_to_hub: ModuleType) -> None:
     """
     rl_zoo3 2.9 imports ``generate_metadata`` (a dict), which sb3-team-hf-integration 3.x renamed to
     ``_generate_metadata`` (a ``ModelCardData``): without it ``rl_zoo3.push_to_hub`` cannot even start.
+    The replay video needs an ``ffmpeg`` executable.
     """
-    if not hasattr(push_to_hub, "generate_metadata") and hasattr(push_to_hub, "_generate_metadata"):
-        from sb3_a3c.zoo.hub import generate_metadata
+    from sb3_a3c.zoo.hub import ensure_ffmpeg_on_path, generate_metadata
 
+    if not hasattr(push_to_hub, "generate_metadata") and hasattr(push_to_hub, "_generate_metadata"):
         push_to_hub.generate_metadata = generate_metadata
+    # Its replay video is converted by running `ffmpeg`
+    ensure_ffmpeg_on_path()
 
 
 def _patch_rl_zoo3_push_to_hub(push_to_hub: ModuleType) -> None:
