@@ -12,7 +12,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper
 
-from sb3_a3c import A3C, WorkerError
+from sb3_a3c import A3C, SyncA2C, WorkerError
 
 from .conftest import live_children
 
@@ -154,6 +154,23 @@ def test_unsupported_action_space_is_a_value_error():
         A3C("MlpPolicy", TupleActionEnv())
 
 
+class InfiniteBoxActionEnv(gym.Env):
+    observation_space = gym.spaces.Box(-1, 1, (2,))
+    action_space = gym.spaces.Box(-np.inf, np.inf, (1,))
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, dtype=np.float32), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("algorithm", [A3C, SyncA2C])
+def test_box_action_space_with_infinite_bounds_is_a_value_error(algorithm):
+    with pytest.raises(ValueError, match=r"needs finite bounds for a Box action space.*got Box\(-inf, inf"):
+        algorithm("MlpPolicy", InfiniteBoxActionEnv())
+
+
 def test_gpu_device_is_not_silently_ignored():
     with pytest.warns(UserWarning, match="runs every worker on the CPU; device='cuda' is not used"):
         model = A3C("MlpPolicy", "CartPole-v1", n_envs=1, device="cuda")
@@ -162,5 +179,6 @@ def test_gpu_device_is_not_silently_ignored():
 
 def test_loading_into_env_with_other_observation_space_names_both_spaces(tmp_path):
     A3C("MlpPolicy", "CartPole-v1", n_envs=1).save(tmp_path / "cartpole.zip")
-    with pytest.raises(ValueError, match="Observation spaces do not match"):
+    with pytest.raises(ValueError, match="Observation spaces do not match") as error:
         A3C.load(tmp_path / "cartpole.zip", env=make_vec_env("Pendulum-v1", n_envs=1))
+    assert "(4,)" in str(error.value) and "(3,)" in str(error.value)  # CartPole's and Pendulum's spaces

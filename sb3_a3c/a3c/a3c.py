@@ -118,6 +118,8 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             env = make_vec_env(env, n_envs=n_envs or default_n_workers(), seed=seed)
         elif n_envs is not None and hasattr(env, "num_envs") and env.num_envs != n_envs:
             raise ValueError(f"n_envs={n_envs} but the VecEnv has {env.num_envs} envs; A3C runs one worker per env.")
+        if env is not None:
+            check_action_space(env.action_space, type(self).__name__)
 
         super().__init__(
             policy,
@@ -145,7 +147,6 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
 
         check_policy_kwargs(self.policy_class, self.policy_kwargs)
         if self.env is not None:
-            check_action_space(self.action_space, type(self).__name__)
             check_worker_env_support(self.env, type(self).__name__)
         self._select_shared_optimizer()
 

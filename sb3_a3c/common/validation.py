@@ -46,10 +46,20 @@ def check_hyperparameters(
 
 
 def check_action_space(action_space: spaces.Space, algorithm_name: str) -> None:
-    """Raise ``ValueError`` for action spaces that SB3's A2C does not support."""
+    """
+    Raise ``ValueError`` for action spaces that SB3's A2C does not support, and for a ``Box`` with
+    infinite bounds (SB3 needs finite bounds to clip or rescale continuous actions).
+    """
     if not isinstance(action_space, SUPPORTED_ACTION_SPACES):
         allowed = ", ".join(space.__name__ for space in SUPPORTED_ACTION_SPACES)
         raise ValueError(f"{algorithm_name} does not support the action space {action_space}; supported: {allowed}")
+    if isinstance(action_space, spaces.Box) and not (
+        np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
+    ):
+        raise ValueError(
+            f"{algorithm_name} needs finite bounds for a Box action space (SB3 clips or rescales actions to them), "
+            f"got {action_space}. Give the env finite bounds, e.g. with gymnasium.wrappers.ClipAction or RescaleAction."
+        )
 
 
 def cpu_device(device: th.device | str, algorithm_name: str) -> th.device:

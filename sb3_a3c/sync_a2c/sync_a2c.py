@@ -97,6 +97,8 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             vf_coef=vf_coef,
             max_grad_norm=max_grad_norm,
         )
+        if env is not None and not isinstance(env, str):
+            check_action_space(env.action_space, type(self).__name__)
         super().__init__(
             policy,
             env,
@@ -123,8 +125,6 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         self._last_lstm_states = None
 
         check_policy_kwargs(self.policy_class, self.policy_kwargs)
-        if self.env is not None:
-            check_action_space(self.action_space, type(self).__name__)
         # RMSProp as in the original A2C, with SB3 A2C's settings
         if use_rms_prop and "optimizer_class" not in self.policy_kwargs:
             self.policy_kwargs["optimizer_class"] = th.optim.RMSprop
