@@ -92,22 +92,8 @@ def test_zoo_train_command_creates_model(tmp_path):
 def test_zoo_sync_a2c_train_with_eval_and_enjoy(tmp_path):
     run_folder = zoo_train(tmp_path, "sync_a2c", "CartPole-v1", "-n", "2000", "--eval-freq", "500", "--eval-episodes", "2")
     assert SyncA2C.load(run_folder / "CartPole-v1.zip").num_timesteps == 2000
-    result = run(
-        sys.executable,
-        "-m",
-        "rl_zoo3.enjoy",
-        "--algo",
-        "sync_a2c",
-        "--env",
-        "CartPole-v1",
-        "-f",
-        "logs",
-        "--no-render",
-        "-n",
-        "300",
-        cwd=tmp_path,
-    )
-    assert "Atari Episode Score" in result.stdout or "Episode Reward" in result.stdout
+    result = zoo("enjoy", "sync_a2c", "--no-render", "-n", "300", cwd=tmp_path)
+    assert "Episode Reward" in result.stdout
 
 
 def test_conf_file_wins_over_shipped_hyperparameters(tmp_path):
@@ -118,49 +104,11 @@ def test_conf_file_wins_over_shipped_hyperparameters(tmp_path):
 
 
 def test_cli_enjoy_record_video_and_plots(tmp_path):
-    run(
-        str(Path(sys.executable).parent / "rl_zoo3"),
-        "train",
-        "--algo",
-        "a3c",
-        "--env",
-        "CartPole-v1",
-        "-n",
-        "2000",
-        "-f",
-        "logs",
-        cwd=tmp_path,
-    )
-    enjoy = run(
-        sys.executable,
-        "-m",
-        "rl_zoo3.enjoy",
-        "--algo",
-        "a3c",
-        "--env",
-        "CartPole-v1",
-        "-f",
-        "logs",
-        "--no-render",
-        "-n",
-        "500",
-        cwd=tmp_path,
-    )
-    assert "Episode Reward" in enjoy.stdout or "Atari" in enjoy.stdout
-    run(
-        sys.executable,
-        "-m",
-        "rl_zoo3.record_video",
-        "--algo",
-        "a3c",
-        "--env",
-        "CartPole-v1",
-        "-f",
-        "logs",
-        "-n",
-        "200",
-        cwd=tmp_path,
-    )
+    rl_zoo3_script = str(Path(sys.executable).parent / "rl_zoo3")
+    run(rl_zoo3_script, "train", "--algo", "a3c", "--env", "CartPole-v1", "-n", "2000", "-f", "logs", cwd=tmp_path)
+    enjoy = zoo("enjoy", "a3c", "--no-render", "-n", "500", cwd=tmp_path)
+    assert "Episode Reward" in enjoy.stdout
+    zoo("record_video", "a3c", "-n", "200", cwd=tmp_path)
     assert list((tmp_path / "logs" / "a3c" / "CartPole-v1_1" / "videos").glob("*.mp4"))
     zoo("plots.plot_train", "a3c", cwd=tmp_path)
 
@@ -209,3 +157,12 @@ def test_wheel_install_registers_with_the_zoo(tmp_path):
     )
     run(sys.executable, "-S", "-c", code, cwd=tmp_path)
     assert (tmp_path / "logs" / "a3c" / "CartPole-v1_1" / "CartPole-v1.zip").exists()
+
+
+@pytest.mark.parametrize("algo", ["a3c", "sync_a2c"])
+def test_zoo_atari_entry_trains(tmp_path, algo):
+    """The shipped PongNoFrameskip-v4 entry (AtariWrapper, frame stack, our policies) runs through the Zoo."""
+    run_folder = zoo_train(tmp_path, algo, "PongNoFrameskip-v4", "-n", "1000", "--eval-freq", "-1")
+    model = {"a3c": A3C, "sync_a2c": SyncA2C}[algo].load(run_folder / "PongNoFrameskip-v4.zip")
+    assert model.num_timesteps >= 1000
+    assert model.observation_space.shape == (4, 84, 84)
