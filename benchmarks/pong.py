@@ -1,0 +1,110 @@
+"""
+Learning curve in wall-clock time on PongNoFrameskip-v4, from the exact RL Zoo user command.
+
+Runs ``python -m rl_zoo3.train --algo ALGO --env PongNoFrameskip-v4 -f LOGDIR --eval-freq F
+--eval-episodes 10 --seed 0``, stops it with Ctrl-C (SIGINT, as a user would; the Zoo then saves the
+model) after ``--minutes``, and records each evaluation with the wall-clock second at which it
+appeared. Note: on Atari the Zoo's evaluation samples actions (``deterministic=False``), as it does
+for every algorithm. Writes CSV (wall_clock_s, steps, eval_mean, eval_std), and a PNG of all CSVs
+given to ``--plot``, on the same axes.
+
+    python benchmarks/pong.py --algo a3c --minutes 30
+    python benchmarks/pong.py --algo a2c --minutes 30
+    python benchmarks/pong.py --plot benchmarks/results/pong_a3c.csv benchmarks/results/pong_a2c.csv
+"""
+
+import argparse
+import csv
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def record(algo: str, minutes: float, eval_freq: int, output: Path) -> None:
+    log_folder = Path(tempfile.mkdtemp(prefix=f"pong_{algo}_"))
+    command = [
+        sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", "PongNoFrameskip-v4", "-f", str(log_folder),
+        "--eval-freq", str(eval_freq), "--eval-episodes", "10", "--seed", "0",
+    ]  # fmt: skip
+    print(" ".join(command[1:]), flush=True)
+    start = time.monotonic()
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL)
+    rows: list[dict] = []
+    try:
+        while process.poll() is None and time.monotonic() - start < minutes * 60:
+            time.sleep(5)
+            found = list(log_folder.glob(f"{algo}/PongNoFrameskip-v4_*/evaluations.npz"))
+            if not found:
+                continue
+            try:
+                evaluations = np.load(found[0])
+                timesteps, results = evaluations["timesteps"], evaluations["results"]
+            except (OSError, ValueError, KeyError):
+                continue  # being written
+            for index in range(len(rows), len(timesteps)):
+                rows.append(
+                    {
+                        "wall_clock_s": round(time.monotonic() - start, 1),
+                        "steps": int(timesteps[index]),
+                        "eval_mean": float(results[index].mean()),
+                        "eval_std": float(results[index].std()),
+                    }
+                )
+                print(rows[-1], flush=True)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+            process.wait(timeout=120)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=["wall_clock_s", "steps", "eval_mean", "eval_std"])
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {output} (logs in {log_folder})")
+
+
+def plot(csv_paths: list[Path], output: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for path in csv_paths:
+        rows = list(csv.DictReader(path.open()))
+        minutes = [float(row["wall_clock_s"]) / 60 for row in rows]
+        axis.plot(minutes, [float(row["eval_mean"]) for row in rows], marker="o", label=path.stem.removeprefix("pong_"))
+    axis.axhline(18, color="grey", linestyle="--", linewidth=1, label="+18")
+    axis.set_xlabel("wall-clock minutes (2 CPU cores)")
+    axis.set_ylabel("evaluation mean reward (10 episodes)")
+    axis.set_title("PongNoFrameskip-v4, RL Zoo command, shipped hyperparameters")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(output, dpi=120)
+    print(f"wrote {output}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algo", default="a3c")
+    parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--eval-freq", type=int, default=50_000, help="evaluate every this many env steps")
+    parser.add_argument("--plot", type=Path, nargs="*", help="CSV files to draw on the same axes instead of training")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args()
+    if args.plot:
+        plot(args.plot, args.output or RESULTS / "pong_learning_curves.png")
+    else:
+        record(args.algo, args.minutes, args.eval_freq, args.output or RESULTS / f"pong_{args.algo}.csv")
+
+
+if __name__ == "__main__":
+    main()
