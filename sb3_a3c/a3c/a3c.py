@@ -186,8 +186,12 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         optimizer.share_memory()
 
     def _make_local_policy(self) -> BasePolicy:
-        """A private policy for a worker. It only computes gradients: its own optimizer is a stateless placeholder."""
-        policy_kwargs = {**self.policy_kwargs, "optimizer_class": th.optim.SGD, "optimizer_kwargs": {}}
+        """
+        A private policy for a worker. It only computes gradients and its parameters are overwritten from
+        the shared policy before each rollout, so it skips the (slow) orthogonal initialisation, and its own
+        optimizer is a stateless placeholder.
+        """
+        policy_kwargs = {**self.policy_kwargs, "ortho_init": False, "optimizer_class": th.optim.SGD, "optimizer_kwargs": {}}
         return self.policy_class(
             self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **policy_kwargs
         )
