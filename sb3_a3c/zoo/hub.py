@@ -67,7 +67,7 @@ def sb3_a3c_model_card(
     card = f"""
 # **{class_name}** Agent playing **{env_id}**
 
-This is a trained model of a **{class_name}** agent playing **{env_id}**, trained with
+This is a trained **{class_name}** agent playing **{env_id}**, trained with
 [sb3-a3c](https://pypi.org/project/sb3-a3c/) {__version__} (A3C and SyncA2C for Stable-Baselines3)
 and the [RL Zoo](https://github.com/DLR-RM/rl-baselines3-zoo).
 
