@@ -1,3 +1,4 @@
+import copy
 import multiprocessing
 import os
 from functools import partial
@@ -202,7 +203,6 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self.n_envs)]
         return ActorLearnerJob(
             shared_policy=self.policy,
-            shared_optimizer=self.policy.optimizer,
             make_local_policy=self._make_local_policy,
             training_env=self.env,
             worker_seeds=worker_seeds,
@@ -270,20 +270,10 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
                 "a worker holds the update lock (it may have died during an update)."
             )
         try:
-            return {name: _clone_state(state) for name, state in super().get_parameters().items()}
+            # deepcopy: private tensors, no longer shared with the workers
+            return copy.deepcopy(super().get_parameters())
         finally:
             lock.release()
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_update_lock"]
-
-
-def _clone_state(value: Any) -> Any:
-    """Deep copy of a state dict (tensors cloned), so that it no longer shares memory with the workers."""
-    if isinstance(value, th.Tensor):
-        return value.detach().clone()
-    if isinstance(value, dict):
-        return type(value)((key, _clone_state(item)) for key, item in value.items())
-    if isinstance(value, list):
-        return [_clone_state(item) for item in value]
-    return value

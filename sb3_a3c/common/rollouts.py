@@ -124,6 +124,8 @@ class RolloutCollector:
         self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
         if self.recurrent:
             self._last_lstm_states = initial_lstm_states(policy, env.num_envs, self.device)  # type: ignore[arg-type]
+        self._collect_rollouts = RecurrentPPO.collect_rollouts if self.recurrent else OnPolicyAlgorithm.collect_rollouts
+        self._callback = _NoCallback()
         self.finished_episode_infos: list[dict[str, Any]] = []
 
     def collect(self) -> list[dict[str, Any]]:
@@ -133,8 +135,7 @@ class RolloutCollector:
         :return: the ``info`` (episode statistics) of each episode that ended during the rollout
         """
         self.finished_episode_infos = []
-        collect_rollouts = RecurrentPPO.collect_rollouts if self.recurrent else OnPolicyAlgorithm.collect_rollouts
-        collect_rollouts(self, self.env, _NoCallback(), self.rollout_buffer, self.n_steps)  # type: ignore[arg-type]
+        self._collect_rollouts(self, self.env, self._callback, self.rollout_buffer, self.n_steps)  # type: ignore[arg-type]
         return self.finished_episode_infos
 
     def _update_info_buffer(self, infos: list[dict[str, Any]], dones: np.ndarray | None = None) -> None:

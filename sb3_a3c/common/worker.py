@@ -30,8 +30,8 @@ class ActorLearnerJob:
     """
     Everything an A3C worker needs. Built in the main process and inherited by the forked workers.
 
-    :param shared_policy: the policy in shared memory that all workers update
-    :param shared_optimizer: ``shared_policy.optimizer``, with its statistics in shared memory
+    :param shared_policy: the policy in shared memory that all workers update; its ``optimizer`` keeps
+        its statistics in shared memory
     :param make_local_policy: builds a private policy of the same architecture (gradients are computed on it)
     :param training_env: the user's VecEnv; worker ``rank`` steps its env number ``rank``
     :param worker_seeds: one seed per worker rank
@@ -53,7 +53,6 @@ class ActorLearnerJob:
     """
 
     shared_policy: ActorCriticPolicy
-    shared_optimizer: th.optim.Optimizer
     make_local_policy: Callable[[], ActorCriticPolicy]
     training_env: VecEnv
     worker_seeds: list[int]
@@ -144,7 +143,9 @@ def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Ro
 
         # Write the gradient to the shared policy and step the shared optimizer
         learning_rate = job.lr_schedule(job.progress_remaining())
-        apply_gradients_to_shared_policy(local_policy, job.shared_policy, job.shared_optimizer, learning_rate, job.update_lock)
+        apply_gradients_to_shared_policy(
+            local_policy, job.shared_policy, job.shared_policy.optimizer, learning_rate, job.update_lock
+        )
 
         send_report(
             RolloutReport(
