@@ -1,7 +1,7 @@
 """
-Learning curve in wall-clock time on PongNoFrameskip-v4, from the exact RL Zoo user command.
+Learning curve in wall-clock time on PongNoFrameskip-v4 (or ``--env``), from the exact RL Zoo user command.
 
-Runs ``python -m rl_zoo3.train --algo ALGO --env PongNoFrameskip-v4 -f LOGDIR --eval-freq F
+Runs ``python -m rl_zoo3.train --algo ALGO --env ENV -f LOGDIR --eval-freq F
 --eval-episodes 10 --seed 0``, stops it with Ctrl-C (SIGINT, as a user would; the Zoo then saves the
 model) after ``--minutes``, and records each evaluation with the wall-clock second at which it
 appeared. Note: on Atari the Zoo's evaluation samples actions (``deterministic=False``), as it does
@@ -11,6 +11,7 @@ given to ``--plot``, on the same axes.
     python benchmarks/pong.py --algo a3c --minutes 30
     python benchmarks/pong.py --algo a2c --minutes 30
     python benchmarks/pong.py --plot benchmarks/results/pong_a3c.csv benchmarks/results/pong_a2c.csv
+    python benchmarks/pong.py --algo a3c --env CartPole-v1 --minutes 1.5 --eval-freq 5000
 """
 
 import argparse
@@ -28,10 +29,10 @@ import numpy as np
 RESULTS = Path(__file__).parent / "results"
 
 
-def record(algo: str, minutes: float, eval_freq: int, output: Path) -> None:
-    log_folder = Path(tempfile.mkdtemp(prefix=f"pong_{algo}_"))
+def record(algo: str, env_id: str, minutes: float, eval_freq: int, output: Path) -> None:
+    log_folder = Path(tempfile.mkdtemp(prefix=f"{env_id}_{algo}_"))
     command = [
-        sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", "PongNoFrameskip-v4", "-f", str(log_folder),
+        sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "-f", str(log_folder),
         "--eval-freq", str(eval_freq), "--eval-episodes", "10", "--seed", "0",
     ]  # fmt: skip
     print(" ".join(command[1:]), flush=True)
@@ -40,8 +41,8 @@ def record(algo: str, minutes: float, eval_freq: int, output: Path) -> None:
     rows: list[dict] = []
     try:
         while process.poll() is None and time.monotonic() - start < minutes * 60:
-            time.sleep(5)
-            found = list(log_folder.glob(f"{algo}/PongNoFrameskip-v4_*/evaluations.npz"))
+            time.sleep(1)
+            found = list(log_folder.glob(f"{algo}/{env_id}_*/evaluations.npz"))
             if not found:
                 continue
             try:
@@ -95,6 +96,7 @@ def plot(csv_paths: list[Path], output: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", default="a3c")
+    parser.add_argument("--env", default="PongNoFrameskip-v4")
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--eval-freq", type=int, default=50_000, help="evaluate every this many env steps")
     parser.add_argument("--plot", type=Path, nargs="*", help="CSV files to draw on the same axes instead of training")
@@ -103,7 +105,8 @@ def main() -> None:
     if args.plot:
         plot(args.plot, args.output or RESULTS / "pong_learning_curves.png")
     else:
-        record(args.algo, args.minutes, args.eval_freq, args.output or RESULTS / f"pong_{args.algo}.csv")
+        default_name = f"pong_{args.algo}.csv" if args.env == "PongNoFrameskip-v4" else f"{args.env}_{args.algo}_curve.csv"
+        record(args.algo, args.env, args.minutes, args.eval_freq, args.output or RESULTS / default_name)
 
 
 if __name__ == "__main__":

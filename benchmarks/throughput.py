@@ -8,13 +8,16 @@ ratio to SB3's A2C measured in the same run.
     python benchmarks/throughput.py --entries a2c sync_a2c --steps 20000 --rounds 3
 
 Entries:
-  env_only   random actions in ``--workers`` processes (AtariWrapper, no learning): the ceiling
+  env_only   random actions in as many processes as the shipped A3C entry has workers, with its
+             AtariWrapper settings (no learning): the ceiling for A3C
   a2c        SB3 A2C with the RL Zoo's Atari hyperparameters (16 envs, CnnPolicy, frame stack 4)
   sync_a2c   SyncA2C with the same network, envs and hyperparameters as ``a2c``
-  a3c        A3C, ``--workers`` workers, ``--a3c-policy``, frame stack 4
+  a3c        A3C with the shipped ``hyperparams/a3c.yml`` entry for PongNoFrameskip-v4 (envs, wrappers,
+             policy, workers and hyperparameters, built as the RL Zoo builds them)
 """
 
 import argparse
+import importlib.resources
 import json
 import multiprocessing
 import os
@@ -23,13 +26,16 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import ale_py
 import gymnasium as gym
 import torch as th
+import yaml
+from rl_zoo3.utils import get_wrapper_class, linear_schedule
 from stable_baselines3 import A2C
 from stable_baselines3.common.atari_wrappers import AtariWrapper
-from stable_baselines3.common.env_util import make_atari_env
+from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.vec_env import VecFrameStack
 
 from sb3_a3c import A3C, SyncA2C
@@ -44,8 +50,25 @@ ZOO_A2C_ATARI = dict(
 )
 
 
-def _random_stepping(n_steps: int, seed: int) -> None:
-    env = AtariWrapper(gym.make(ENV_ID))
+# Keys of a Zoo entry that describe the env or the budget rather than the model
+ZOO_ENV_KEYS = ("env_wrapper", "frame_stack", "n_envs", "n_timesteps", "policy")
+
+
+def shipped_a3c_entry() -> dict[str, Any]:
+    """The PongNoFrameskip-v4 entry of the shipped hyperparams/a3c.yml (the one the Zoo uses)."""
+    text = importlib.resources.files("sb3_a3c.hyperparams").joinpath("a3c.yml").read_text()
+    return yaml.load(text, Loader=yaml.UnsafeLoader)[ENV_ID]  # the Zoo's loader (for !!float)
+
+
+def _atari_wrapper_kwargs(entry: dict[str, Any]) -> dict[str, Any]:
+    for wrapper in entry["env_wrapper"]:
+        if isinstance(wrapper, dict):
+            return next(iter(wrapper.values())) or {}
+    return {}
+
+
+def _random_stepping(n_steps: int, seed: int, wrapper_kwargs: dict[str, Any]) -> None:
+    env = AtariWrapper(gym.make(ENV_ID), **wrapper_kwargs)
     env.reset(seed=seed)
     for _ in range(n_steps):
         _, _, terminated, truncated, _ = env.step(env.action_space.sample())
@@ -53,10 +76,15 @@ def _random_stepping(n_steps: int, seed: int) -> None:
             env.reset()
 
 
-def env_only(steps: int, workers: int) -> float:
-    """Random actions in `workers` processes, `steps` steps in all; returns wall-clock seconds."""
+def env_only(steps: int) -> float:
+    """Random actions in one process per A3C worker, `steps` steps in all; returns wall-clock seconds."""
+    entry = shipped_a3c_entry()
+    workers = entry.get("n_workers") or entry["n_envs"]
     context = multiprocessing.get_context("fork")
-    processes = [context.Process(target=_random_stepping, args=(steps // workers, rank)) for rank in range(workers)]
+    processes = [
+        context.Process(target=_random_stepping, args=(steps // workers, rank, _atari_wrapper_kwargs(entry)))
+        for rank in range(workers)
+    ]
     start = time.perf_counter()
     for process in processes:
         process.start()
@@ -71,19 +99,27 @@ def _timed_learn(model, steps: int) -> float:
     return time.perf_counter() - start
 
 
-def a2c(steps: int, workers: int) -> float:
+def a2c(steps: int) -> float:
     env = VecFrameStack(make_atari_env(ENV_ID, n_envs=16, seed=0), n_stack=4)
     return _timed_learn(A2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
 
 
-def sync_a2c(steps: int, workers: int) -> float:
+def sync_a2c(steps: int) -> float:
     env = VecFrameStack(make_atari_env(ENV_ID, n_envs=16, seed=0), n_stack=4)
     return _timed_learn(SyncA2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
 
 
-def a3c(steps: int, workers: int, policy: str = "CnnPolicy") -> float:
-    env = VecFrameStack(make_atari_env(ENV_ID, n_envs=workers, seed=0), n_stack=4)
-    model = A3C(policy, env, seed=0)
+def a3c(steps: int) -> float:
+    entry = shipped_a3c_entry()
+    env = make_vec_env(ENV_ID, n_envs=entry["n_envs"], seed=0, wrapper_class=get_wrapper_class(entry))
+    env = VecFrameStack(env, n_stack=entry["frame_stack"])
+    hyperparameters = {key: value for key, value in entry.items() if key not in ZOO_ENV_KEYS}
+    for key, value in hyperparameters.items():
+        if isinstance(value, str) and value.startswith("lin_"):
+            hyperparameters[key] = linear_schedule(float(value.removeprefix("lin_")))
+    if isinstance(hyperparameters.get("policy_kwargs"), str):
+        hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"])  # as the Zoo does
+    model = A3C(entry["policy"], env, seed=0, **hyperparameters)
     model.learn(500)  # fork and first allocations are not counted
     return _timed_learn(model, steps)
 
@@ -93,21 +129,14 @@ def main() -> None:
     parser.add_argument("--entries", nargs="+", default=["env_only", "a2c", "sync_a2c", "a3c"])
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument("--a3c-policy", default="CnnPolicy")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "throughput.json")
     args = parser.parse_args()
 
-    runners: dict[str, Callable[[int, int], float]] = {
-        "env_only": env_only,
-        "a2c": a2c,
-        "sync_a2c": sync_a2c,
-        "a3c": lambda steps, workers: a3c(steps, workers, args.a3c_policy),
-    }
+    runners: dict[str, Callable[[int], float]] = {"env_only": env_only, "a2c": a2c, "sync_a2c": sync_a2c, "a3c": a3c}
     rates: dict[str, list[float]] = {entry: [] for entry in args.entries}
     for round_index in range(args.rounds):
         for entry in args.entries:
-            seconds = runners[entry](args.steps, args.workers)
+            seconds = runners[entry](args.steps)
             rates[entry].append(args.steps / seconds)
             print(f"round {round_index + 1}: {entry:<9} {args.steps / seconds:8.1f} steps/s", flush=True)
 
@@ -123,8 +152,7 @@ def main() -> None:
         "command": "python benchmarks/throughput.py " + " ".join(f"{k}={v}" for k, v in vars(args).items() if k != "output"),
         "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(), "torch": th.__version__},
         "steps_per_entry": args.steps,
-        "workers": args.workers,
-        "a3c_policy": args.a3c_policy,
+        "a3c_entry": shipped_a3c_entry(),
         "rounds": rates,
         "median_steps_per_second": medians,
     }

@@ -11,6 +11,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_a3c import A3C
+from sb3_a3c.common.torch_layers import SmallAtariCNN
 
 gym.register_envs(ale_py)
 
@@ -55,6 +56,54 @@ def test_env_id_gives_n_envs_workers():
     assert model.n_envs == 3
     model.learn(300)
     assert 300 <= model.num_timesteps <= 300 + 3 * 8
+
+
+class RecordEnvStepsPerWorker(gym.Wrapper):
+    """Counts, in a file per process, the steps this env made (to see which worker stepped it)."""
+
+    def __init__(self, env: gym.Env, folder) -> None:
+        super().__init__(env)
+        self.folder = folder
+
+    def step(self, action):
+        import os
+
+        with open(self.folder / f"{os.getpid()}_{id(self)}", "a") as file:
+            file.write("x")
+        return super().step(action)
+
+
+def test_n_workers_split_the_envs_between_them(tmp_path):
+    env = DummyVecEnv([lambda: RecordEnvStepsPerWorker(gym.make("CartPole-v1"), tmp_path)] * 6)
+    model = A3C("MlpPolicy", env, n_workers=2, n_steps=5, seed=0)
+    model.learn(600)
+    # Each update covers n_steps on each of the worker's 3 envs
+    assert 600 <= model.num_timesteps <= 600 + 2 * 3 * 5
+    steps_by_pid: dict[str, list[int]] = {}
+    for path in tmp_path.iterdir():
+        steps_by_pid.setdefault(path.name.split("_")[0], []).append(len(path.read_text()))
+    assert len(steps_by_pid) == 2, "two worker processes"
+    for env_steps in steps_by_pid.values():
+        assert len(env_steps) == 3, "three envs per worker"
+        assert len(set(env_steps)) == 1, "the envs of a worker step together"
+    assert sum(sum(env_steps) for env_steps in steps_by_pid.values()) == model.num_timesteps
+
+
+def test_small_cnn_policy_on_42x42_atari_frames():
+    env = VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=4, seed=0, wrapper_kwargs=dict(screen_size=42)), 4)
+    model = A3C("SmallCnnPolicy", env, n_workers=2, n_steps=5, seed=0)
+    assert isinstance(model.policy.features_extractor, SmallAtariCNN)
+    assert model.observation_space.shape == (4, 42, 42)
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(400)
+    assert all(not (a == b).all() for a, b in zip(before, model.policy.parameters())), "every layer is trained"
+    actions, _ = model.predict(env.reset(), deterministic=True)
+    assert actions.shape == (4,)
+
+
+def test_small_cnn_refuses_non_image_observations():
+    with pytest.raises(ValueError, match="SmallAtariCNN expects channel-first image observations"):
+        A3C("MlpPolicy", "CartPole-v1", n_envs=1, policy_kwargs=dict(features_extractor_class=SmallAtariCNN))
 
 
 def test_vec_normalize_statistics_reach_the_main_process():

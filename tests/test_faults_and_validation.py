@@ -100,6 +100,8 @@ def test_keyboard_interrupt_stops_all_workers():
         (dict(ent_coef=-1), "ent_coef=-1 is not allowed"),
         (dict(n_envs=0), "n_envs=0 is not allowed"),
         (dict(n_envs=3), "n_envs=3 but the VecEnv has 2 envs"),
+        (dict(n_workers=0), "n_workers=0 is not allowed"),
+        (dict(n_workers=3), "2 envs cannot be split between n_workers=3"),
         (dict(policy_kwargs=dict(lstm_hidden_size=64)), "['lstm_hidden_size'] only apply to LSTM policies"),
         (dict(policy_kwargs=dict(optimizer_class=__import__("torch").optim.SGD)), "cannot be shared between A3C workers"),
     ],

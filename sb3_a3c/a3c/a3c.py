@@ -15,7 +15,12 @@ from sb3_a3c.common.loading import ClearLoadErrorsMixin
 from sb3_a3c.common.policies import POLICY_ALIASES, check_policy_kwargs
 from sb3_a3c.common.report_handling import WorkerReportHandler
 from sb3_a3c.common.shared_optimizers import SharedAdam, SharedOptimizerMixin, SharedRMSprop, shared_optimizer_class
-from sb3_a3c.common.validation import check_action_space, check_hyperparameters, cpu_device
+from sb3_a3c.common.validation import (
+    check_action_space,
+    check_envs_divide_among_workers,
+    check_hyperparameters,
+    cpu_device,
+)
 from sb3_a3c.common.worker import ActorLearnerJob, run_actor_learner
 from sb3_a3c.common.worker_envs import check_worker_env_support, describe_env
 from sb3_a3c.common.worker_pool import WorkerPool, fork_is_available
@@ -36,15 +41,17 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     Asynchronous Advantage Actor Critic (A3C), with Hogwild actor-learners in worker processes
 
     Paper: https://arxiv.org/abs/1602.01783
-    Each env of the training VecEnv is stepped by its own worker process, which copies the shared
-    policy, collects ``n_steps`` transitions, and applies the gradient of its loss to the shared policy
-    with the shared optimizer (statistics in shared memory). Callbacks and logging run in the main process.
+    ``n_workers`` worker processes share the envs of the training VecEnv (one env each by default).
+    A worker copies the shared policy, collects ``n_steps`` transitions from each of its envs (stepped
+    together, so the policy's forward pass is batched), and applies the gradient of its loss to the shared
+    policy with the shared optimizer (statistics in shared memory). Callbacks and logging run in the main
+    process.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, MlpLstmPolicy, CnnLstmPolicy, ...)
-    :param env: The environment to learn from: a VecEnv (one worker per env, ``DummyVecEnv`` based),
-        a gym env (one worker) or an env id (``n_envs`` workers)
+    :param env: The environment to learn from: a VecEnv (``DummyVecEnv`` based), a gym env or an env id
+        (``n_envs`` envs)
     :param learning_rate: The learning rate, it can be a function of the global progress remaining (from 1 to 0)
-    :param n_steps: The number of steps a worker collects for each of its updates
+    :param n_steps: The number of steps a worker collects from each of its envs for each of its updates
     :param gamma: Discount factor
     :param gae_lambda: Factor for trade-off of bias vs variance for Generalized Advantage Estimator.
         Equivalent to the classic n-step advantage when set to 1.
@@ -59,7 +66,9 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
         Default: -1 (only sample at the beginning of the rollout)
     :param normalize_advantage: Whether to normalize or not the advantage
-    :param n_envs: Number of workers to create when ``env`` is an env id (default: one per CPU core)
+    :param n_envs: Number of envs to create when ``env`` is an env id (default: one per CPU core)
+    :param n_workers: Number of worker processes; the envs are split evenly between them. Default (None):
+        one worker per env. On a CPU, one worker per core with several envs each is usually fastest.
     :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
         the reported success rate, mean episode length, and mean reward over
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
@@ -92,6 +101,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         sde_sample_freq: int = -1,
         normalize_advantage: bool = False,
         n_envs: int | None = None,
+        n_workers: int | None = None,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -109,6 +119,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             vf_coef=vf_coef,
             max_grad_norm=max_grad_norm,
             n_envs=n_envs,
+            n_workers=n_workers,
         )
         if not fork_is_available():
             raise ValueError(
@@ -118,7 +129,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         if isinstance(env, str):
             env = make_vec_env(env, n_envs=n_envs or default_n_workers(), seed=seed)
         elif n_envs is not None and hasattr(env, "num_envs") and env.num_envs != n_envs:
-            raise ValueError(f"n_envs={n_envs} but the VecEnv has {env.num_envs} envs; A3C runs one worker per env.")
+            raise ValueError(f"n_envs={n_envs} but the VecEnv has {env.num_envs} envs.")
         if env is not None:
             check_action_space(env.action_space, type(self).__name__)
 
@@ -145,14 +156,20 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         self.rms_prop_eps = rms_prop_eps
         self.use_rms_prop = use_rms_prop
         self.normalize_advantage = normalize_advantage
+        self.n_workers = n_workers
 
         check_policy_kwargs(self.policy_class, self.policy_kwargs)
         if self.env is not None:
             check_worker_env_support(self.env, type(self).__name__)
+            check_envs_divide_among_workers(self.n_envs, self._worker_count(), type(self).__name__)
         self._select_shared_optimizer()
 
         if _init_setup_model:
             self._setup_model()
+
+    def _worker_count(self) -> int:
+        """How many worker processes ``learn()`` starts for the current env."""
+        return self.n_workers or self.n_envs
 
     def _select_shared_optimizer(self) -> None:
         """Make ``policy.optimizer`` a shared-memory optimizer (RMSprop with SB3 A2C's settings by default)."""
@@ -200,11 +217,12 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     def _make_job(self, total_timesteps: int) -> ActorLearnerJob:
         context = multiprocessing.get_context("fork")
         # Distinct seeds per worker, drawn from the (seeded) main-process generator
-        worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self.n_envs)]
+        worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self._worker_count())]
         return ActorLearnerJob(
             shared_policy=self.policy,
             make_local_policy=self._make_local_policy,
             training_env=self.env,
+            envs_per_worker=self.n_envs // self._worker_count(),
             worker_seeds=worker_seeds,
             n_steps=self.n_steps,
             gamma=self.gamma,
@@ -236,17 +254,23 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         )
         callback.on_training_start(locals(), globals())
         assert self.env is not None
+        n_workers = self._worker_count()
+        # The env may have been replaced (set_env, load) since __init__ checked it
+        check_envs_divide_among_workers(self.n_envs, n_workers, type(self).__name__)
 
         self._share_model()
         job = self._make_job(total_timesteps)
         self._update_lock = job.update_lock
-        report_handler = WorkerReportHandler(self, callback, log_interval, total_timesteps)
-        describe_worker = partial(describe_env, self.env)
+        report_handler = WorkerReportHandler(self, n_workers, callback, log_interval, total_timesteps)
+
+        def describe_worker(rank: int) -> str:
+            return describe_env(self.env, job.worker_env_indices(rank)[0])
+
         # The workers use the cores; callbacks that run the policy here (EvalCallback) use one thread
         main_process_threads = th.get_num_threads()
         th.set_num_threads(1)
         try:
-            with WorkerPool(self.n_envs, partial(run_actor_learner, job), job.stop_event, describe_worker) as pool:
+            with WorkerPool(n_workers, partial(run_actor_learner, job), job.stop_event, describe_worker) as pool:
                 callback.on_rollout_start()
                 for report in pool.reports():
                     if not report_handler.handle(report):

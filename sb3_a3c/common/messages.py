@@ -9,6 +9,7 @@ class RolloutReport:
     """One finished update of one actor-learner: what it collected and the loss it applied."""
 
     worker_rank: int
+    # Environment steps collected for this update (over all the worker's envs)
     n_steps: int
     episode_infos: list[dict[str, Any]] = field(default_factory=list)
     policy_loss: float = 0.0

@@ -13,7 +13,7 @@ from stable_baselines3.common.policies import (
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from sb3_a3c.common.torch_layers import NatureCnnConvolutions
+from sb3_a3c.common.torch_layers import NatureCnnConvolutions, SmallAtariCNN
 
 
 class CnnTwoHeadPolicy(ActorCriticCnnPolicy):
@@ -43,6 +43,46 @@ class CnnTwoHeadPolicy(ActorCriticCnnPolicy):
         )
 
 
+class SmallCnnDefaults:
+    """Defaults of the ``SmallCnn*`` policies: ``SmallAtariCNN`` features, actor and critic heads directly on them."""
+
+    def __init__(
+        self,
+        *args: Any,
+        net_arch: list[int] | dict[str, list[int]] | None = None,
+        features_extractor_class: type[BaseFeaturesExtractor] = SmallAtariCNN,
+        **kwargs: Any,
+    ) -> None:
+        # Like CnnPolicy with NatureCNN: the heads sit directly on the extracted features
+        super().__init__(
+            *args,
+            net_arch=[] if net_arch is None else net_arch,
+            features_extractor_class=features_extractor_class,
+            **kwargs,
+        )
+
+
+class SmallCnnPolicy(SmallCnnDefaults, ActorCriticCnnPolicy):
+    """
+    SB3's ``CnnPolicy`` with the small convolutional network of the classic A3C implementations
+    (``SmallAtariCNN``: four 3x3 stride-2 convolutions, 256 features) for 42x42 frames.
+    The fastest image policy on a CPU; use it with ``AtariWrapper(screen_size=42)``.
+
+    Takes the arguments of SB3's ``CnnPolicy``; only the defaults of ``features_extractor_class`` and
+    ``net_arch`` (none) differ.
+    """
+
+
+class SmallCnnLstmPolicy(SmallCnnDefaults, CnnLstmPolicy):
+    """
+    sb3-contrib's ``CnnLstmPolicy`` on the ``SmallAtariCNN`` features: the network of the classic
+    PyTorch A3C (four 3x3 stride-2 convolutions, then an LSTM) for 42x42 frames.
+
+    Takes the arguments of ``CnnLstmPolicy``; only the defaults of ``features_extractor_class`` and
+    ``net_arch`` (none) differ.
+    """
+
+
 POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpPolicy": ActorCriticPolicy,
     "CnnPolicy": ActorCriticCnnPolicy,
@@ -51,6 +91,8 @@ POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "CnnLstmPolicy": CnnLstmPolicy,
     "MultiInputLstmPolicy": MultiInputLstmPolicy,
     "CnnTwoHeadPolicy": CnnTwoHeadPolicy,
+    "SmallCnnPolicy": SmallCnnPolicy,
+    "SmallCnnLstmPolicy": SmallCnnLstmPolicy,
 }
 
 # Keyword arguments that only sb3-contrib's recurrent policies understand

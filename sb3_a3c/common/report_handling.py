@@ -1,7 +1,7 @@
 """
 Turn the asynchronous reports of A3C workers into the main-process view SB3 users know: the
 ``num_timesteps`` counter, one ``callback.on_step()`` per ``n_envs`` environment steps, a rollout
-(``on_rollout_end`` / ``on_rollout_start``, train metrics, log dump) per ``n_envs`` worker updates.
+(``on_rollout_end`` / ``on_rollout_start``, train metrics, log dump) per ``n_workers`` worker updates.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -20,17 +20,22 @@ class WorkerReportHandler:
     """
     Drive SB3's callbacks and logger from worker reports, in the main process.
 
-    An "iteration" is ``n_envs`` worker updates, i.e. ``n_steps * n_envs`` environment steps: the
-    same amount of experience as one iteration of SB3's A2C with the same VecEnv.
+    An "iteration" is one update of each worker on average (``n_workers`` updates), i.e.
+    ``n_steps * n_envs`` environment steps: the same amount of experience as one iteration of SB3's A2C
+    with the same VecEnv.
 
     :param model: the algorithm being trained
+    :param n_workers: the number of worker processes
     :param callback: the callback given to ``learn()`` (already initialised by ``_setup_learn``)
     :param log_interval: dump the logs every ``log_interval`` iterations
     :param total_timesteps: the budget, for the progress that drives the learning rate schedule
     """
 
-    def __init__(self, model: "A3C", callback: BaseCallback, log_interval: int | None, total_timesteps: int) -> None:
+    def __init__(
+        self, model: "A3C", n_workers: int, callback: BaseCallback, log_interval: int | None, total_timesteps: int
+    ) -> None:
         self.model = model
+        self.n_workers = n_workers
         self.callback = callback
         self.log_interval = log_interval
         self.total_timesteps = total_timesteps
@@ -67,7 +72,7 @@ class WorkerReportHandler:
                 return False
 
         self._iteration_reports.append(report)
-        if len(self._iteration_reports) == model.n_envs:
+        if len(self._iteration_reports) == self.n_workers:
             self._end_iteration()
         return True
 

@@ -25,6 +25,7 @@ def check_hyperparameters(
     vf_coef: object,
     max_grad_norm: object,
     n_envs: object = None,
+    n_workers: object = None,
 ) -> None:
     """Raise ``ValueError`` naming the first argument that is out of range, and its allowed range."""
     _require(
@@ -43,6 +44,13 @@ def check_hyperparameters(
     _require(isinstance(max_grad_norm, Real) and float(max_grad_norm) > 0, "max_grad_norm", max_grad_norm, "a number > 0")
     if n_envs is not None:
         _require(isinstance(n_envs, int) and not isinstance(n_envs, bool) and n_envs >= 1, "n_envs", n_envs, "an integer >= 1")
+    if n_workers is not None:
+        _require(
+            isinstance(n_workers, int) and not isinstance(n_workers, bool) and n_workers >= 1,
+            "n_workers",
+            n_workers,
+            "an integer >= 1 (or None: one worker per env)",
+        )
 
 
 def check_action_space(action_space: spaces.Space, algorithm_name: str) -> None:
@@ -76,3 +84,12 @@ def cpu_device(device: th.device | str, algorithm_name: str) -> th.device:
             stacklevel=3,
         )
     return th.device("cpu")
+
+
+def check_envs_divide_among_workers(n_envs: int, n_workers: int, algorithm_name: str) -> None:
+    """Raise ``ValueError`` unless the ``n_envs`` envs can be split evenly between ``n_workers`` workers."""
+    if n_envs % n_workers != 0:
+        raise ValueError(
+            f"{algorithm_name} splits the envs evenly between its worker processes, but {n_envs} envs cannot be split "
+            f"between n_workers={n_workers}. Use a number of envs that is a multiple of n_workers."
+        )

@@ -33,9 +33,10 @@ class ActorLearnerJob:
     :param shared_policy: the policy in shared memory that all workers update; its ``optimizer`` keeps
         its statistics in shared memory
     :param make_local_policy: builds a private policy of the same architecture (gradients are computed on it)
-    :param training_env: the user's VecEnv; worker ``rank`` steps its env number ``rank``
+    :param training_env: the user's VecEnv; worker ``rank`` steps its envs ``worker_env_indices(rank)``
+    :param envs_per_worker: how many of the envs each worker steps (together, with batched forward passes)
     :param worker_seeds: one seed per worker rank
-    :param n_steps: transitions per rollout (and per update)
+    :param n_steps: transitions per env in one rollout (a worker's update uses ``n_steps * envs_per_worker``)
     :param gamma: discount factor
     :param gae_lambda: GAE lambda
     :param ent_coef: entropy coefficient
@@ -55,6 +56,7 @@ class ActorLearnerJob:
     shared_policy: ActorCriticPolicy
     make_local_policy: Callable[[], ActorCriticPolicy]
     training_env: VecEnv
+    envs_per_worker: int
     worker_seeds: list[int]
     n_steps: int
     gamma: float
@@ -70,6 +72,10 @@ class ActorLearnerJob:
     total_timesteps: int
     stop_event: multiprocessing.synchronize.Event
     update_lock: multiprocessing.synchronize.Lock
+
+    def worker_env_indices(self, rank: int) -> range:
+        """The indices, in the training VecEnv, of the envs that worker ``rank`` steps."""
+        return range(rank * self.envs_per_worker, (rank + 1) * self.envs_per_worker)
 
     def progress_remaining(self) -> float:
         """Global training progress remaining, from 1 to 0, as SB3 schedules expect."""
@@ -103,27 +109,28 @@ def apply_gradients_to_shared_policy(
 
 def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[RolloutReport], None]) -> None:
     """
-    The A3C actor-learner loop: sync with the shared policy, collect ``n_steps``, compute the loss,
+    The A3C actor-learner loop: sync with the shared policy, collect ``n_steps`` per env, compute the loss,
     apply its gradient to the shared policy with the shared optimizer. Repeat until stopped.
 
     :param job: the shared model, optimizer, counters and hyperparameters
-    :param rank: this worker's index (also the index of its env in the training VecEnv)
+    :param rank: this worker's index
     :param send_report: delivers one ``RolloutReport`` per update to the main process
     """
     set_random_seed(job.worker_seeds[rank])
-    env = make_worker_env(job.training_env, rank)
+    env = make_worker_env(job.training_env, job.worker_env_indices(rank))
     env.seed(job.worker_seeds[rank])
     local_policy = job.make_local_policy()
+    steps_per_update = job.n_steps * env.num_envs
     collector = RolloutCollector(local_policy, env, job.n_steps, job.gamma, job.gae_lambda, job.use_sde, job.sde_sample_freq)
 
     while not job.should_stop():
         # Start from the current shared parameters
         local_policy.load_state_dict(job.shared_policy.state_dict())
 
-        # Collect n_steps transitions; the buffer computes returns and GAE advantages
+        # Collect n_steps transitions per env; the buffer computes returns and GAE advantages
         episode_infos = collector.collect()
         with job.global_step_counter.get_lock():
-            job.global_step_counter.value += job.n_steps
+            job.global_step_counter.value += steps_per_update
 
         # Loss of this rollout, and its gradient (only its gradient) on the local policy
         local_policy.set_training_mode(True)
@@ -150,7 +157,7 @@ def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Ro
         send_report(
             RolloutReport(
                 worker_rank=rank,
-                n_steps=job.n_steps,
+                n_steps=steps_per_update,
                 episode_infos=episode_infos,
                 policy_loss=losses.policy_loss,
                 value_loss=losses.value_loss,

@@ -1,10 +1,10 @@
 """
-Give each actor-learner its own environment: one env of the user's ``DummyVecEnv``, re-wrapped in
-fresh copies of the user's VecEnv wrappers.
+Give each actor-learner its own environments: a slice of the envs of the user's ``DummyVecEnv``,
+re-wrapped in fresh copies of the user's VecEnv wrappers.
 
 Workers are forked from the main process, so each one inherits the whole VecEnv (ALE emulators and
-open ``Monitor`` files included, which cannot be pickled). A worker keeps the env of its rank and
-rebuilds the wrapper chain around it for a single env.
+open ``Monitor`` files included, which cannot be pickled). A worker keeps the envs of its rank and
+rebuilds the wrapper chain around them.
 """
 
 import copy
@@ -99,20 +99,20 @@ def check_worker_env_support(vec_env: VecEnv, algorithm_name: str) -> None:
             )
 
 
-def make_worker_env(vec_env: VecEnv, env_index: int) -> VecEnv:
+def make_worker_env(vec_env: VecEnv, env_indices: range) -> VecEnv:
     """
-    Build a single-env VecEnv from env ``env_index`` of ``vec_env``, with the same VecEnv wrappers.
+    Build a VecEnv from envs ``env_indices`` of ``vec_env``, with the same VecEnv wrappers.
 
-    Call it in the worker process: the env object is taken over, not copied.
+    Call it in the worker process: the env objects are taken over, not copied.
 
     :param vec_env: the training VecEnv, as inherited by the forked worker
-    :param env_index: which of its environments this worker steps
-    :return: a VecEnv with ``num_envs == 1``
+    :param env_indices: which of its environments this worker steps
+    :return: a VecEnv with ``num_envs == len(env_indices)``
     """
     wrappers, base = _unwrap(vec_env)
     assert isinstance(base, DummyVecEnv), "check_worker_env_support() must run first"
-    env = base.envs[env_index]
-    worker_env: VecEnv = DummyVecEnv([lambda: env])
+    envs = [base.envs[index] for index in env_indices]
+    worker_env: VecEnv = DummyVecEnv([lambda env=env: env for env in envs])
     for wrapper in reversed(wrappers):
         worker_env = WRAPPER_REBUILDERS[type(wrapper)](wrapper, worker_env)
     return worker_env
