@@ -37,7 +37,14 @@ def record(algo: str, env_id: str, minutes: float, eval_freq: int, output: Path)
     ]  # fmt: skip
     print(" ".join(command[1:]), flush=True)
     start = time.monotonic()
-    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL)
+    # SIGINT back to its default: a shell starting this script in the background (nohup ... &) ignores
+    # it, the child would inherit that, and the Zoo would never get its KeyboardInterrupt
+    process = subprocess.Popen(
+        command,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     rows: list[dict] = []
     try:
         while process.poll() is None and time.monotonic() - start < minutes * 60:
@@ -63,7 +70,11 @@ def record(algo: str, env_id: str, minutes: float, eval_freq: int, output: Path)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
-            process.wait(timeout=120)
+            try:
+                process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=["wall_clock_s", "steps", "eval_mean", "eval_std"])

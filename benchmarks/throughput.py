@@ -109,9 +109,10 @@ def sync_a2c(steps: int) -> float:
     return _timed_learn(SyncA2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
 
 
-def a3c(steps: int) -> float:
+def make_shipped_a3c(seed: int = 0) -> A3C:
+    """A3C on Pong with the shipped Zoo entry: its envs, wrappers, policy, workers and hyperparameters."""
     entry = shipped_a3c_entry()
-    env = make_vec_env(ENV_ID, n_envs=entry["n_envs"], seed=0, wrapper_class=get_wrapper_class(entry))
+    env = make_vec_env(ENV_ID, n_envs=entry["n_envs"], seed=seed, wrapper_class=get_wrapper_class(entry))
     env = VecFrameStack(env, n_stack=entry["frame_stack"])
     hyperparameters = {key: value for key, value in entry.items() if key not in ZOO_ENV_KEYS}
     for key, value in hyperparameters.items():
@@ -119,7 +120,11 @@ def a3c(steps: int) -> float:
             hyperparameters[key] = linear_schedule(float(value.removeprefix("lin_")))
     if isinstance(hyperparameters.get("policy_kwargs"), str):
         hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"])  # as the Zoo does
-    model = A3C(entry["policy"], env, seed=0, **hyperparameters)
+    return A3C(entry["policy"], env, seed=seed, **hyperparameters)
+
+
+def a3c(steps: int) -> float:
+    model = make_shipped_a3c()
     model.learn(500)  # fork and first allocations are not counted
     return _timed_learn(model, steps)
 

@@ -4,6 +4,7 @@ import ale_py
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch as th
 from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.envs import IdentityEnvMultiBinary, IdentityEnvMultiDiscrete, SimpleMultiObsEnv
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -11,7 +12,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_a3c import A3C
-from sb3_a3c.common.torch_layers import SmallAtariCNN
+from sb3_a3c.common.torch_layers import ClassicA3CCNN, SmallAtariCNN
 
 gym.register_envs(ale_py)
 
@@ -101,9 +102,18 @@ def test_small_cnn_policy_on_42x42_atari_frames():
     assert actions.shape == (4,)
 
 
-def test_small_cnn_refuses_non_image_observations():
-    with pytest.raises(ValueError, match="SmallAtariCNN expects channel-first image observations"):
-        A3C("MlpPolicy", "CartPole-v1", n_envs=1, policy_kwargs=dict(features_extractor_class=SmallAtariCNN))
+def test_classic_a3c_cnn_on_42x42_atari_frames():
+    env = VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=2, seed=0, wrapper_kwargs=dict(screen_size=42)), 4)
+    model = A3C("CnnPolicy", env, n_steps=5, seed=0, policy_kwargs=dict(features_extractor_class=ClassicA3CCNN))
+    assert model.policy.features_extractor.cnn(th.zeros(1, 4, 42, 42)).shape == (1, 32 * 3 * 3)
+    model.learn(200)
+    assert model.num_timesteps >= 200
+
+
+@pytest.mark.parametrize("extractor", [SmallAtariCNN, ClassicA3CCNN])
+def test_small_cnns_refuse_non_image_observations(extractor):
+    with pytest.raises(ValueError, match=f"{extractor.__name__} expects channel-first image observations"):
+        A3C("MlpPolicy", "CartPole-v1", n_envs=1, policy_kwargs=dict(features_extractor_class=extractor))
 
 
 def test_vec_normalize_statistics_reach_the_main_process():

@@ -64,9 +64,8 @@ class SmallCnnDefaults:
 
 class SmallCnnPolicy(SmallCnnDefaults, ActorCriticCnnPolicy):
     """
-    SB3's ``CnnPolicy`` with the small convolutional network of the classic A3C implementations
-    (``SmallAtariCNN``: four 3x3 stride-2 convolutions, 256 features) for 42x42 frames.
-    The fastest image policy on a CPU; use it with ``AtariWrapper(screen_size=42)``.
+    SB3's ``CnnPolicy`` with the small network of the A3C paper (``SmallAtariCNN``: two convolutions,
+    256 features). The fastest image policy on a CPU with ``AtariWrapper(screen_size=42)``.
 
     Takes the arguments of SB3's ``CnnPolicy``; only the defaults of ``features_extractor_class`` and
     ``net_arch`` (none) differ.
@@ -75,8 +74,7 @@ class SmallCnnPolicy(SmallCnnDefaults, ActorCriticCnnPolicy):
 
 class SmallCnnLstmPolicy(SmallCnnDefaults, CnnLstmPolicy):
     """
-    sb3-contrib's ``CnnLstmPolicy`` on the ``SmallAtariCNN`` features: the network of the classic
-    PyTorch A3C (four 3x3 stride-2 convolutions, then an LSTM) for 42x42 frames.
+    sb3-contrib's ``CnnLstmPolicy`` on the ``SmallAtariCNN`` features (the A3C paper's LSTM network).
 
     Takes the arguments of ``CnnLstmPolicy``; only the defaults of ``features_extractor_class`` and
     ``net_arch`` (none) differ.

@@ -1,0 +1,93 @@
+"""
+Where an A3C worker's time goes, on Pong with the shipped Zoo entry: py-spy samples every process
+(``--subprocesses``) while A3C trains, and each sample of a worker is put in one category
+(env step, policy forward while acting, loss forward, backward, optimizer step, parameter sync,
+report to the main process, rollout buffer and GAE, other).
+
+    python benchmarks/profile_worker.py --steps 60000
+
+Needs py-spy (``pip install py-spy``). Writes the category shares to JSON.
+"""
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# (category, function names that put a stack in it), checked in this order: the first match wins,
+# so a category listed earlier takes the samples it shares with later ones (e.g. env step before
+# the forward pass of collect_rollouts).
+CATEGORIES = [
+    ("report to main process (IPC)", ("send_report", "_send_bytes", "send")),
+    ("parameter sync (load_state_dict)", ("load_state_dict",)),
+    ("optimizer step (shared RMSprop, lock)", ("apply_gradients_to_shared_policy",)),
+    ("backward", ("backward", "_engine_run_backward")),
+    ("loss forward (evaluate_actions)", ("actor_critic_loss",)),
+    ("env step (ALE + Atari wrappers)", ("step_wait",)),
+    ("buffer, returns and GAE", ("compute_returns_and_advantage", "add")),
+    ("policy forward while acting", ("forward", "_predict", "predict_values")),
+    ("rollout bookkeeping (collect_rollouts)", ("collect_rollouts",)),
+]
+
+
+def categorize(stack: str) -> str:
+    # Frames read "Class.method (file.py:line)": match on the method name
+    functions = {frame.split(" (")[0].strip().rsplit(".", 1)[-1] for frame in stack.split(";")}
+    for category, names in CATEGORIES:
+        if functions.intersection(names):
+            return category
+    return "other"
+
+
+def record(steps: int, rate: int) -> Path:
+    raw = Path(tempfile.mkdtemp(prefix="a3c_profile_")) / "raw.txt"
+    command = [
+        "py-spy", "record", "--subprocesses", "--format", "raw", "--rate", str(rate), "-o", str(raw), "--",
+        sys.executable, __file__, "--train", "--steps", str(steps),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return raw
+
+
+def summarize(raw: Path, steps: int, rate: int) -> dict:
+    samples_by_category: collections.Counter = collections.Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if "run_actor_learner" not in stack:
+            continue  # the main process, or a worker before its loop
+        samples_by_category[categorize(stack)] += int(count)
+    total = sum(samples_by_category.values())
+    return {
+        "command": f"python benchmarks/profile_worker.py --steps {steps} --rate {rate}",
+        "worker_samples": total,
+        "share": {category: round(count / total, 3) for category, count in samples_by_category.most_common()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=60_000)
+    parser.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
+    parser.add_argument("--raw", type=Path, help="summarize this py-spy raw file instead of recording one")
+    parser.add_argument("--train", action="store_true", help="(internal) the training run that py-spy samples")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "a3c_worker_profile.json")
+    args = parser.parse_args()
+    if args.train:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from throughput import make_shipped_a3c
+
+        make_shipped_a3c().learn(args.steps)
+        return
+    result = summarize(args.raw or record(args.steps, args.rate), args.steps, args.rate)
+    for category, share in result["share"].items():
+        print(f"{share:6.1%}  {category}")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
