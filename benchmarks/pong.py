@@ -89,16 +89,22 @@ def plot(csv_paths: list[Path], output: Path) -> None:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(7, 4))
+    figure, (axis, steps_axis) = plt.subplots(1, 2, figsize=(12, 4.5))
     for path in csv_paths:
         rows = list(csv.DictReader(path.open()))
         minutes = [float(row["wall_clock_s"]) / 60 for row in rows]
-        axis.plot(minutes, [float(row["eval_mean"]) for row in rows], marker="o", label=path.stem.removeprefix("pong_"))
+        label = path.stem.removeprefix("pong_")
+        axis.plot(minutes, [float(row["eval_mean"]) for row in rows], marker="o", markersize=3, label=label)
+        steps_axis.plot(minutes, [int(row["steps"]) / 1e6 for row in rows], marker="o", markersize=3, label=label)
     axis.axhline(18, color="grey", linestyle="--", linewidth=1, label="+18")
+    axis.set_ylim(-21.5, 21.5)
     axis.set_xlabel("wall-clock minutes (2 CPU cores)")
     axis.set_ylabel("evaluation mean reward (10 episodes)")
-    axis.set_title("PongNoFrameskip-v4, RL Zoo command, shipped hyperparameters")
-    axis.legend()
+    axis.set_title("PongNoFrameskip-v4: evaluation")
+    axis.legend(fontsize=8)
+    steps_axis.set_xlabel("wall-clock minutes (2 CPU cores)")
+    steps_axis.set_ylabel("environment steps (millions)")
+    steps_axis.set_title("steps trained, evaluation time included")
     figure.tight_layout()
     figure.savefig(output, dpi=120)
     print(f"wrote {output}")

@@ -167,3 +167,7 @@ def test_zoo_atari_entry_trains(tmp_path, algo):
     assert model.num_timesteps >= 1000
     expected_frame_size = {"a3c": 42, "sync_a2c": 84}[algo]  # a3c.yml: AtariWrapper(screen_size=42)
     assert model.observation_space.shape == (4, expected_frame_size, expected_frame_size)
+    if algo == "a3c":
+        assert (model.n_envs, model.n_workers) == (16, 2)
+        # enjoy loads the 2-worker model with a single env and plays (run() checks the exit status)
+        zoo("enjoy", algo, "--no-render", "-n", "300", cwd=tmp_path, env_id="PongNoFrameskip-v4")

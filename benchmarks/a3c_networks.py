@@ -1,0 +1,67 @@
+"""
+A3C steps per second on PongNoFrameskip-v4 for each candidate network, frame size and split of envs
+between workers: the comparison behind the shipped Atari entry of ``hyperparams/a3c.yml``.
+
+Runs the configurations one after another (never two at once) and writes a JSON file.
+
+    python benchmarks/a3c_networks.py --steps 20000
+"""
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import ale_py
+import gymnasium as gym
+from stable_baselines3.common.env_util import make_atari_env
+from stable_baselines3.common.vec_env import VecFrameStack
+
+from sb3_a3c import A3C
+from sb3_a3c.common.torch_layers import ClassicA3CCNN
+
+gym.register_envs(ale_py)
+
+# name: (policy, policy_kwargs, frame size, n_envs, n_workers, n_steps); all with frame stack 4
+CONFIGURATIONS = {
+    "nature84_1env_per_worker_n20": ("CnnPolicy", {}, 84, 2, 2, 20),
+    "nature84_8envs_per_worker_n5": ("CnnPolicy", {}, 84, 16, 2, 5),
+    "classic42_8envs_per_worker_n5": ("CnnPolicy", {"features_extractor_class": ClassicA3CCNN}, 42, 16, 2, 5),
+    "small42_1env_per_worker_n20": ("SmallCnnPolicy", {}, 42, 2, 2, 20),
+    "small42_8envs_per_worker_n5 (shipped)": ("SmallCnnPolicy", {}, 42, 16, 2, 5),
+}
+
+
+def measure(name: str, steps: int, warmup_steps: int) -> dict:
+    policy, policy_kwargs, frame_size, n_envs, n_workers, n_steps = CONFIGURATIONS[name]
+    env = make_atari_env("PongNoFrameskip-v4", n_envs=n_envs, seed=0, wrapper_kwargs=dict(screen_size=frame_size))
+    model = A3C(policy, VecFrameStack(env, n_stack=4), n_workers=n_workers, n_steps=n_steps, policy_kwargs=policy_kwargs)
+    model.learn(warmup_steps)  # process start-up and first allocations are not counted
+    start = time.perf_counter()
+    model.learn(steps)
+    elapsed = time.perf_counter() - start
+    return {"configuration": name, "steps": model.num_timesteps, "steps_per_second": round(model.num_timesteps / elapsed, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--warmup-steps", type=int, default=1_000)
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "a3c_networks.json")
+    args = parser.parse_args()
+    results = []
+    for name in CONFIGURATIONS:
+        results.append(measure(name, args.steps, args.warmup_steps))
+        print(f"{results[-1]['steps_per_second']:8.1f} steps/s  {name}", flush=True)
+    machine = {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform()}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(
+        json.dumps({"command": "python benchmarks/a3c_networks.py", "machine": machine, "results": results}, indent=2) + "\n"
+    )
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
