@@ -48,16 +48,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="zoo_commands_"))
     results = []
     with FakeHub() as hub:
-        env = {
-            **os.environ,
-            "HF_ENDPOINT": hub.endpoint,
-            "HF_TOKEN": "hf_dummy_token",
-            "HF_HUB_DISABLE_XET": "1",
-            "HF_HOME": str(folder / "hf_home"),
-            "SDL_VIDEODRIVER": "dummy",
-            "MPLBACKEND": "Agg",  # plot_train ends with plt.show()
-            "TRUST_REMOTE_CODE": "True",
-        }
+        env = {**os.environ, **hub.client_environment(str(folder / "hf_home")), "MPLBACKEND": "Agg"}  # plot_train: plt.show()
         for command in COMMANDS:
             argv = shlex.split(command)
             if argv[0] == "python":

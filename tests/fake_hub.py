@@ -629,6 +629,18 @@ class FakeHub:
         self._servers.clear()
         self._threads.clear()
 
+    def client_environment(self, hf_home: str) -> dict[str, str]:
+        """Environment variables that point huggingface_hub (and the Zoo's Hub commands) at this server."""
+        return {
+            "HF_ENDPOINT": self.endpoint,
+            "HF_TOKEN": "hf_dummy_token",
+            "HF_HUB_DISABLE_XET": "1",
+            "HF_HOME": hf_home,
+            "SDL_VIDEODRIVER": "dummy",
+            # huggingface_sb3 refuses to download pickled models unless the user says they trust them
+            "TRUST_REMOTE_CODE": "True",
+        }
+
     def create_repo(self, repo_id: str, repo_type: str = "model", private: bool = False) -> Repo:
         """Create an empty repo (one empty commit on ``main``); the server does this on ``POST /api/repos/create``."""
         with self.lock:

@@ -30,15 +30,7 @@ def hub(tmp_path):
 
 
 def test_push_to_hub_then_load_from_hub_round_trip(tmp_path, hub):
-    hub_env = {
-        "HF_ENDPOINT": hub.endpoint,
-        "HF_TOKEN": "hf_dummy_token",
-        "HF_HUB_DISABLE_XET": "1",
-        "HF_HOME": str(tmp_path / "hf_home"),
-        "SDL_VIDEODRIVER": "dummy",
-        # huggingface_sb3 refuses to download pickled models unless the user says they trust them
-        "TRUST_REMOTE_CODE": "True",
-    }
+    hub_env = hub.client_environment(str(tmp_path / "hf_home"))
     zoo = (sys.executable, "-m")
     common = ("--algo", "a3c", "--env", "CartPole-v1")
     run(*zoo, "rl_zoo3.train", *common, "-n", "2000", "-f", "logs", cwd=tmp_path, env=hub_env)
