@@ -23,7 +23,28 @@ class NatureCnnConvolutions(NatureCNN):
         self.linear = nn.Identity()
 
 
-class SmallAtariCNN(BaseFeaturesExtractor):
+class _ConvolutionsThenDense(BaseFeaturesExtractor):
+    """Image features: ``convolutions`` (flattened), then a dense ReLU layer of ``features_dim`` units."""
+
+    def __init__(
+        self, observation_space: gym.spaces.Box, convolutions: list[nn.Module], features_dim: int, normalized_image: bool
+    ) -> None:
+        super().__init__(observation_space, features_dim)
+        if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
+            raise ValueError(
+                f"{type(self).__name__} expects channel-first image observations (e.g. AtariWrapper frames), "
+                f"got {observation_space}"
+            )
+        self.cnn = nn.Sequential(*convolutions, nn.Flatten())
+        with th.no_grad():
+            n_flatten = self.cnn(th.as_tensor(observation_space.sample()[None]).float()).shape[1]
+        self.linear = nn.Sequential(nn.Linear(n_flatten, features_dim), nn.ReLU())
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.linear(self.cnn(observations))
+
+
+class SmallAtariCNN(_ConvolutionsThenDense):
     """
     The network of the A3C paper (Mnih et al. 2016, after the 2013 DQN): a 8x8 stride-4 convolution
     with 16 channels, a 4x4 stride-2 convolution with 32 channels, then a dense layer, all ReLU.
@@ -38,22 +59,16 @@ class SmallAtariCNN(BaseFeaturesExtractor):
     """
 
     def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 256, normalized_image: bool = False) -> None:
-        super().__init__(observation_space, features_dim)
-        _check_image_space(observation_space, normalized_image, type(self).__name__)
-        self.cnn = nn.Sequential(
+        convolutions = [
             nn.Conv2d(observation_space.shape[0], 16, kernel_size=8, stride=4),
             nn.ReLU(),
             nn.Conv2d(16, 32, kernel_size=4, stride=2),
             nn.ReLU(),
-            nn.Flatten(),
-        )
-        self.linear = nn.Sequential(nn.Linear(_flat_size(self.cnn, observation_space), features_dim), nn.ReLU())
-
-    def forward(self, observations: th.Tensor) -> th.Tensor:
-        return self.linear(self.cnn(observations))
+        ]
+        super().__init__(observation_space, convolutions, features_dim, normalized_image)
 
 
-class ClassicA3CCNN(BaseFeaturesExtractor):
+class ClassicA3CCNN(_ConvolutionsThenDense):
     """
     The convolutions of the classic A3C code (universe-starter-agent, pytorch-a3c) for 42x42 frames:
     four 3x3 convolutions of stride 2 with 32 channels and ELU, then a dense ReLU layer.
@@ -67,26 +82,7 @@ class ClassicA3CCNN(BaseFeaturesExtractor):
     """
 
     def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 256, normalized_image: bool = False) -> None:
-        super().__init__(observation_space, features_dim)
-        _check_image_space(observation_space, normalized_image, type(self).__name__)
-        layers: list[nn.Module] = []
+        convolutions: list[nn.Module] = []
         for in_channels in (observation_space.shape[0], 32, 32, 32):
-            layers += [nn.Conv2d(in_channels, 32, kernel_size=3, stride=2, padding=1), nn.ELU()]
-        self.cnn = nn.Sequential(*layers, nn.Flatten())
-        self.linear = nn.Sequential(nn.Linear(_flat_size(self.cnn, observation_space), features_dim), nn.ReLU())
-
-    def forward(self, observations: th.Tensor) -> th.Tensor:
-        return self.linear(self.cnn(observations))
-
-
-def _check_image_space(observation_space: gym.Space, normalized_image: bool, name: str) -> None:
-    if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
-        raise ValueError(
-            f"{name} expects channel-first image observations (e.g. AtariWrapper frames), got {observation_space}"
-        )
-
-
-def _flat_size(cnn: nn.Module, observation_space: gym.spaces.Box) -> int:
-    """Number of features ``cnn`` outputs for one observation."""
-    with th.no_grad():
-        return cnn(th.as_tensor(observation_space.sample()[None]).float()).shape[1]
+            convolutions += [nn.Conv2d(in_channels, 32, kernel_size=3, stride=2, padding=1), nn.ELU()]
+        super().__init__(observation_space, convolutions, features_dim, normalized_image)

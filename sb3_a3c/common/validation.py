@@ -34,23 +34,20 @@ def check_hyperparameters(
         learning_rate,
         "a positive number or a schedule (a function of the progress remaining)",
     )
-    _require(
-        isinstance(n_steps, int) and not isinstance(n_steps, bool) and n_steps >= 1, "n_steps", n_steps, "an integer >= 1"
-    )
+    _require(_is_positive_int(n_steps), "n_steps", n_steps, "an integer >= 1")
     _require(isinstance(gamma, Real) and 0 < float(gamma) <= 1, "gamma", gamma, "in (0, 1]")
     _require(isinstance(gae_lambda, Real) and 0 <= float(gae_lambda) <= 1, "gae_lambda", gae_lambda, "in [0, 1]")
     _require(isinstance(ent_coef, Real) and 0 <= float(ent_coef) < np.inf, "ent_coef", ent_coef, "a finite number >= 0")
     _require(isinstance(vf_coef, Real) and 0 <= float(vf_coef) < np.inf, "vf_coef", vf_coef, "a finite number >= 0")
     _require(isinstance(max_grad_norm, Real) and float(max_grad_norm) > 0, "max_grad_norm", max_grad_norm, "a number > 0")
     if n_envs is not None:
-        _require(isinstance(n_envs, int) and not isinstance(n_envs, bool) and n_envs >= 1, "n_envs", n_envs, "an integer >= 1")
+        _require(_is_positive_int(n_envs), "n_envs", n_envs, "an integer >= 1")
     if n_workers is not None:
-        _require(
-            isinstance(n_workers, int) and not isinstance(n_workers, bool) and n_workers >= 1,
-            "n_workers",
-            n_workers,
-            "an integer >= 1 (or None: one worker per env)",
-        )
+        _require(_is_positive_int(n_workers), "n_workers", n_workers, "an integer >= 1 (or None: one worker per env)")
+
+
+def _is_positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def check_action_space(action_space: spaces.Space, algorithm_name: str) -> None:
