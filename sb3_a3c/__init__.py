@@ -17,13 +17,14 @@ _LAZY_ATTRIBUTES = {
     "CnnTwoHeadPolicy": "sb3_a3c.common.policies",
     "SharedAdam": "sb3_a3c.common.shared_optimizers",
     "SharedRMSprop": "sb3_a3c.common.shared_optimizers",
+    "SharedRMSpropTFLike": "sb3_a3c.common.shared_optimizers",
     "WorkerError": "sb3_a3c.common.worker_pool",
 }
 
 if TYPE_CHECKING:
     from sb3_a3c.a3c import A3C
     from sb3_a3c.common.policies import CnnTwoHeadPolicy
-    from sb3_a3c.common.shared_optimizers import SharedAdam, SharedRMSprop
+    from sb3_a3c.common.shared_optimizers import SharedAdam, SharedRMSprop, SharedRMSpropTFLike
     from sb3_a3c.common.worker_pool import WorkerError
     from sb3_a3c.sync_a2c import SyncA2C
 
@@ -34,4 +35,13 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'sb3_a3c' has no attribute {name!r}")
 
 
-__all__ = ["A3C", "CnnTwoHeadPolicy", "SharedAdam", "SharedRMSprop", "SyncA2C", "WorkerError", "__version__"]
+__all__ = [
+    "A3C",
+    "CnnTwoHeadPolicy",
+    "SharedAdam",
+    "SharedRMSprop",
+    "SharedRMSpropTFLike",
+    "SyncA2C",
+    "WorkerError",
+    "__version__",
+]

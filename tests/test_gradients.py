@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch as th
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
-from sb3_a3c import A3C, SharedAdam, SharedRMSprop
+from sb3_a3c import A3C, SharedAdam, SharedRMSprop, SharedRMSpropTFLike
 from sb3_a3c.common import worker as worker_module
 from sb3_a3c.common.rollouts import RolloutCollector
 from sb3_a3c.common.shared_optimizers import SharedOptimizerMixin
@@ -108,10 +109,14 @@ def test_local_policy_does_not_share_memory_with_shared_policy():
 
 
 @pytest.mark.parametrize(
-    "optimizer_class, shared_class, statistic",
-    [(None, SharedRMSprop, "square_avg"), (th.optim.Adam, SharedAdam, "exp_avg_sq")],
+    "optimizer_class, shared_class, statistic, initial_value",
+    [
+        (None, SharedRMSprop, "square_avg", 0.0),
+        (RMSpropTFLike, SharedRMSpropTFLike, "square_avg", 1.0),
+        (th.optim.Adam, SharedAdam, "exp_avg_sq", 0.0),
+    ],
 )
-def test_both_workers_update_the_same_optimizer_statistics(optimizer_class, shared_class, statistic):
+def test_both_workers_update_the_same_optimizer_statistics(optimizer_class, shared_class, statistic, initial_value):
     policy_kwargs = {} if optimizer_class is None else dict(optimizer_class=optimizer_class)
     model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=10, seed=0, policy_kwargs=policy_kwargs)
     optimizer = model.policy.optimizer
@@ -126,7 +131,24 @@ def test_both_workers_update_the_same_optimizer_statistics(optimizer_class, shar
         state = optimizer.state[param]
         assert int(state["step"].item()) == model._n_updates
         assert state[statistic].is_shared()
-        assert state[statistic].abs().sum() > 0
+        assert (state[statistic] != initial_value).any()
+
+
+def test_shared_rmsprop_tf_like_makes_the_same_updates_as_sb3_rmsprop_tf_like():
+    th.manual_seed(0)
+    reference = th.nn.Linear(4, 3)
+    shared = copy.deepcopy(reference)
+    reference_optimizer = RMSpropTFLike(reference.parameters(), lr=7e-4, eps=1e-5)
+    shared_optimizer = SharedRMSpropTFLike(shared.parameters(), lr=7e-4, eps=1e-5)
+    for _ in range(3):
+        inputs = th.randn(8, 4)
+        for module, optimizer in ((reference, reference_optimizer), (shared, shared_optimizer)):
+            optimizer.zero_grad()
+            module(inputs).pow(2).sum().backward()
+            optimizer.step()
+    for reference_param, shared_param in zip(reference.parameters(), shared.parameters()):
+        assert th.equal(reference_param, shared_param)
+        assert shared_optimizer.state[shared_param]["square_avg"].is_shared()
 
 
 def test_default_optimizer_is_shared_rmsprop_with_a2c_settings():

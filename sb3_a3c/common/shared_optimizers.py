@@ -3,6 +3,7 @@
 from typing import Any
 
 import torch as th
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
 
 class SharedOptimizerMixin:
@@ -59,6 +60,29 @@ class SharedRMSprop(SharedOptimizerMixin, th.optim.RMSprop):
         return state
 
 
+class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
+    """
+    SB3's ``RMSpropTFLike`` (TensorFlow's RMSprop: running average started at one, epsilon inside the
+    square root) with its running averages in shared memory. The Zoo's A2C uses it on Atari; PyTorch's
+    RMSprop starts the average at zero, so its first updates are large.
+
+    Takes the same arguments as ``RMSpropTFLike``.
+    """
+
+    def __init__(self, params: Any, **kwargs: Any) -> None:
+        super().__init__(params, **kwargs)
+        self.share_memory()
+
+    def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
+        # As RMSpropTFLike.step creates it, with the step count as a tensor so that it can be shared
+        state = {"step": _zero_step(), "square_avg": th.ones_like(param, memory_format=th.preserve_format)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = th.zeros_like(param, memory_format=th.preserve_format)
+        if group["centered"]:
+            state["grad_avg"] = th.zeros_like(param, memory_format=th.preserve_format)
+        return state
+
+
 class SharedAdam(SharedOptimizerMixin, th.optim.Adam):
     """
     ``torch.optim.Adam`` with its moment estimates in shared memory.
@@ -83,14 +107,14 @@ class SharedAdam(SharedOptimizerMixin, th.optim.Adam):
 
 # The optimizers users select in SB3 style (``policy_kwargs=dict(optimizer_class=th.optim.Adam)``)
 # and the shared-memory versions A3C uses in their place.
-SHARED_OPTIMIZER_FOR = {th.optim.RMSprop: SharedRMSprop, th.optim.Adam: SharedAdam}
+SHARED_OPTIMIZER_FOR = {th.optim.RMSprop: SharedRMSprop, RMSpropTFLike: SharedRMSpropTFLike, th.optim.Adam: SharedAdam}
 
 
 def shared_optimizer_class(optimizer_class: type[th.optim.Optimizer]) -> type[th.optim.Optimizer]:
     """
     Return the shared-memory version of ``optimizer_class``.
 
-    :param optimizer_class: ``th.optim.RMSprop``, ``th.optim.Adam`` or a class that already keeps
+    :param optimizer_class: ``th.optim.RMSprop``, SB3's ``RMSpropTFLike``, ``th.optim.Adam`` or a class that already keeps
         its state in shared memory (a ``SharedOptimizerMixin`` subclass)
     :return: an optimizer class whose statistics all workers share
     """
@@ -100,6 +124,7 @@ def shared_optimizer_class(optimizer_class: type[th.optim.Optimizer]) -> type[th
         return SHARED_OPTIMIZER_FOR[optimizer_class]
     raise ValueError(
         f"policy_kwargs['optimizer_class']={optimizer_class!r} cannot be shared between A3C workers. "
-        "Allowed: th.optim.RMSprop, th.optim.Adam (replaced by sb3_a3c.SharedRMSprop / sb3_a3c.SharedAdam), "
+        "Allowed: th.optim.RMSprop, RMSpropTFLike, th.optim.Adam (replaced by sb3_a3c.SharedRMSprop / "
+        "SharedRMSpropTFLike / SharedAdam), "
         "or a subclass of sb3_a3c.common.shared_optimizers.SharedOptimizerMixin."
     )
