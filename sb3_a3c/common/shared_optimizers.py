@@ -40,6 +40,16 @@ def _zero_step() -> th.Tensor:
     return th.zeros((), dtype=th.float32)
 
 
+def _rmsprop_state(param: th.Tensor, group: dict[str, Any], square_avg: th.Tensor) -> dict[str, th.Tensor]:
+    """The state RMSprop creates at its first step (the step count as a tensor, so that it can be shared)."""
+    state = {"step": _zero_step(), "square_avg": square_avg}
+    if group["momentum"] > 0:
+        state["momentum_buffer"] = th.zeros_like(param, memory_format=th.preserve_format)
+    if group["centered"]:
+        state["grad_avg"] = th.zeros_like(param, memory_format=th.preserve_format)
+    return state
+
+
 class SharedRMSprop(SharedOptimizerMixin, th.optim.RMSprop):
     """
     ``torch.optim.RMSprop`` with its running averages in shared memory.
@@ -52,12 +62,7 @@ class SharedRMSprop(SharedOptimizerMixin, th.optim.RMSprop):
         self.share_memory()
 
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
-        state = {"step": _zero_step(), "square_avg": th.zeros_like(param, memory_format=th.preserve_format)}
-        if group["momentum"] > 0:
-            state["momentum_buffer"] = th.zeros_like(param, memory_format=th.preserve_format)
-        if group["centered"]:
-            state["grad_avg"] = th.zeros_like(param, memory_format=th.preserve_format)
-        return state
+        return _rmsprop_state(param, group, square_avg=th.zeros_like(param, memory_format=th.preserve_format))
 
 
 class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
@@ -74,13 +79,7 @@ class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
         self.share_memory()
 
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
-        # As RMSpropTFLike.step creates it, with the step count as a tensor so that it can be shared
-        state = {"step": _zero_step(), "square_avg": th.ones_like(param, memory_format=th.preserve_format)}
-        if group["momentum"] > 0:
-            state["momentum_buffer"] = th.zeros_like(param, memory_format=th.preserve_format)
-        if group["centered"]:
-            state["grad_avg"] = th.zeros_like(param, memory_format=th.preserve_format)
-        return state
+        return _rmsprop_state(param, group, square_avg=th.ones_like(param, memory_format=th.preserve_format))
 
 
 class SharedAdam(SharedOptimizerMixin, th.optim.Adam):
