@@ -36,6 +36,7 @@ from rl_zoo3.utils import get_wrapper_class, linear_schedule
 from stable_baselines3 import A2C
 from stable_baselines3.common.atari_wrappers import AtariWrapper
 from stable_baselines3.common.env_util import make_atari_env, make_vec_env
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecFrameStack
 
 from sb3_a3c import A3C, SyncA2C
@@ -46,7 +47,7 @@ ENV_ID = "PongNoFrameskip-v4"
 ZOO_A2C_ATARI = dict(
     ent_coef=0.01,
     vf_coef=0.25,
-    policy_kwargs=dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=dict(eps=1e-5, alpha=0.99, weight_decay=0)),
+    policy_kwargs=dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5)),
 )
 
 
