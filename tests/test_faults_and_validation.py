@@ -47,13 +47,19 @@ def test_worker_exception_is_raised_by_learn_with_its_traceback():
 
 
 class KillWorkerAt(BaseCallback):
-    def __init__(self, timestep: int):
+    """SIGKILLs the first worker at ``timestep``; with ``hold_update_lock``, first takes the update lock for good."""
+
+    def __init__(self, timestep: int, hold_update_lock: bool = False):
         super().__init__()
         self.timestep = timestep
+        self.hold_update_lock = hold_update_lock
         self.killed_pid = None
 
     def _on_step(self) -> bool:
         if self.killed_pid is None and self.num_timesteps >= self.timestep:
+            if self.hold_update_lock:
+                # As if the killed worker had died during an update: the others wait for the lock forever
+                assert self.model._update_lock.acquire(timeout=5)
             worker = psutil.Process().children()[0]
             self.killed_pid = worker.pid
             os.kill(worker.pid, signal.SIGKILL)
@@ -61,12 +67,14 @@ class KillWorkerAt(BaseCallback):
         return True
 
 
-def test_killed_worker_is_detected_and_model_stays_usable(tmp_path):
+@pytest.mark.parametrize("hold_update_lock", [False, True], ids=["lock-free", "lock-orphaned"])
+def test_killed_worker_is_detected_and_model_stays_usable(tmp_path, hold_update_lock):
     model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=10, seed=0)
-    killer = KillWorkerAt(timestep=1000)
+    killer = KillWorkerAt(timestep=1000, hold_update_lock=hold_update_lock)
     with pytest.raises(WorkerError, match=r"killed by signal SIGKILL") as error:
         model.learn(1_000_000, callback=killer)
-    assert time.monotonic() - killer.killed_at < 5
+    # Well under the 5 s that surviving workers get to stop on their own: they are not waited for
+    assert time.monotonic() - killer.killed_at < 4
     assert f"pid {killer.killed_pid}" in str(error.value)
     assert live_children() == []
     model.predict(np.zeros(4, dtype=np.float32))

@@ -84,6 +84,7 @@ class WorkerPool:
         self.shutdown_timeout = shutdown_timeout
         self.processes: list[multiprocessing.process.BaseProcess] = []
         self._readers: list[Connection] = []
+        self._a_worker_died_abruptly = False
 
     def __enter__(self) -> "WorkerPool":
         self.start()
@@ -150,6 +151,9 @@ class WorkerPool:
         exitcode = self.processes[rank].exitcode
         if exitcode == 0:
             return
+        # It died without reporting (e.g. SIGKILL): it may have held a shared lock, which then stays
+        # locked, so the other workers may never get to their stop check
+        self._a_worker_died_abruptly = True
         self.request_stop()
         if exitcode is not None and exitcode < 0:
             cause = f"was killed by signal {signal.Signals(-exitcode).name}"
@@ -158,9 +162,12 @@ class WorkerPool:
         raise WorkerError(f"A3C worker {rank} ({self.describe_worker(rank)}, pid {self.processes[rank].pid}) {cause}")
 
     def stop(self) -> None:
-        """Stop all workers: ask, wait up to ``shutdown_timeout`` seconds, then terminate and kill."""
+        """
+        Stop all workers: ask, wait up to ``shutdown_timeout`` seconds, then terminate and kill. If a worker
+        died abruptly, the others are terminated at once (they may wait forever for a lock it held).
+        """
         self.request_stop()
-        deadline = time.monotonic() + self.shutdown_timeout
+        deadline = time.monotonic() + (0.0 if self._a_worker_died_abruptly else self.shutdown_timeout)
         while any(process.is_alive() for process in self.processes) and time.monotonic() < deadline:
             # Keep reading, so that no worker stays blocked on a full pipe
             for rank in range(len(self.processes)):
