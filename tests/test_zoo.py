@@ -165,7 +165,7 @@ def test_zoo_atari_entry_trains(tmp_path, algo):
     run_folder = zoo_train(tmp_path, algo, "PongNoFrameskip-v4", "-n", "1000", "--eval-freq", "-1")
     model = {"a3c": A3C, "sync_a2c": SyncA2C}[algo].load(run_folder / "PongNoFrameskip-v4.zip")
     assert model.num_timesteps >= 1000
-    expected_frame_size = {"a3c": 42, "sync_a2c": 84}[algo]  # a3c.yml: AtariWrapper(screen_size=42)
+    expected_frame_size = 84  # AtariWrapper's default screen_size
     assert model.observation_space.shape == (4, expected_frame_size, expected_frame_size)
     if algo == "a3c":
         assert (model.n_envs, model.n_workers) == (16, 2)

@@ -65,7 +65,7 @@ class SmallCnnDefaults:
 class SmallCnnPolicy(SmallCnnDefaults, ActorCriticCnnPolicy):
     """
     SB3's ``CnnPolicy`` with the small network of the A3C paper (``SmallAtariCNN``: two convolutions,
-    256 features). The fastest image policy on a CPU with ``AtariWrapper(screen_size=42)``.
+    256 features), cheaper than the Nature CNN per frame. The policy of our Atari entries (84x84 frames).
 
     Takes the arguments of SB3's ``CnnPolicy``; only the defaults of ``features_extractor_class`` and
     ``net_arch`` (none) differ.

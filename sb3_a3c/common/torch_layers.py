@@ -49,9 +49,10 @@ class SmallAtariCNN(_ConvolutionsThenDense):
     The network of the A3C paper (Mnih et al. 2016, after the 2013 DQN): a 8x8 stride-4 convolution
     with 16 channels, a 4x4 stride-2 convolution with 32 channels, then a dense layer, all ReLU.
 
-    On 42x42 frames (``AtariWrapper(screen_size=42)``) it costs about a tenth of ``NatureCNN`` on
-    84x84 frames per sample, which matters on a CPU, where the forward and backward passes otherwise
-    cost more than the emulator step.
+    On 84x84 frames it costs less than ``NatureCNN`` per sample, which matters on a CPU, where the
+    forward and backward passes otherwise cost more than the emulator step. On 42x42 frames
+    (``AtariWrapper(screen_size=42)``) it costs about a tenth of ``NatureCNN``, but A3C did not learn
+    Pong with it in 4M steps (the ball shrinks to a faint sub-pixel dot).
 
     :param observation_space: channel-first image observations
     :param features_dim: units of the dense layer (the features given to the actor and critic heads)
