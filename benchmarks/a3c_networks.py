@@ -5,12 +5,15 @@ between workers: the comparison behind the shipped Atari entry of ``hyperparams/
 Runs the configurations one after another (never two at once) and writes a JSON file.
 
     python benchmarks/a3c_networks.py --steps 20000
+    python benchmarks/a3c_networks.py --configurations "small84_8envs_per_worker_n5 (shipped)" --output x.json
 """
 
 import argparse
 import json
 import os
 import platform
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +33,8 @@ CONFIGURATIONS = {
     "nature84_8envs_per_worker_n5": ("CnnPolicy", {}, 84, 16, 2, 5),
     "classic42_8envs_per_worker_n5": ("CnnPolicy", {"features_extractor_class": ClassicA3CCNN}, 42, 16, 2, 5),
     "small42_1env_per_worker_n20": ("SmallCnnPolicy", {}, 42, 2, 2, 20),
-    "small42_8envs_per_worker_n5 (shipped)": ("SmallCnnPolicy", {}, 42, 16, 2, 5),
+    "small42_8envs_per_worker_n5": ("SmallCnnPolicy", {}, 42, 16, 2, 5),
+    "small84_8envs_per_worker_n5 (shipped)": ("SmallCnnPolicy", {}, 84, 16, 2, 5),
 }
 
 
@@ -49,16 +53,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--warmup-steps", type=int, default=1_000)
+    parser.add_argument("--configurations", nargs="+", choices=list(CONFIGURATIONS), default=list(CONFIGURATIONS))
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "a3c_networks.json")
     args = parser.parse_args()
     results = []
-    for name in CONFIGURATIONS:
+    for name in args.configurations:
         results.append(measure(name, args.steps, args.warmup_steps))
         print(f"{results[-1]['steps_per_second']:8.1f} steps/s  {name}", flush=True)
     machine = {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform()}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(
-        json.dumps({"command": "python benchmarks/a3c_networks.py", "machine": machine, "results": results}, indent=2) + "\n"
+        json.dumps({"command": shlex.join(["python", *sys.argv]), "machine": machine, "results": results}, indent=2) + "\n"
     )
     print(f"wrote {args.output}")
 
