@@ -5,7 +5,7 @@ between workers: the comparison behind the shipped Atari entry of ``hyperparams/
 Runs the configurations one after another (never two at once) and writes a JSON file.
 
     python benchmarks/a3c_networks.py --steps 20000
-    python benchmarks/a3c_networks.py --configurations "small84_8envs_per_worker_n5 (shipped)" --output x.json
+    python benchmarks/a3c_networks.py --configurations small84_8envs_per_worker_n5 --output x.json
 """
 
 import argparse
@@ -34,8 +34,10 @@ CONFIGURATIONS = {
     "classic42_8envs_per_worker_n5": ("CnnPolicy", {"features_extractor_class": ClassicA3CCNN}, 42, 16, 2, 5),
     "small42_1env_per_worker_n20": ("SmallCnnPolicy", {}, 42, 2, 2, 20),
     "small42_8envs_per_worker_n5": ("SmallCnnPolicy", {}, 42, 16, 2, 5),
-    "small84_8envs_per_worker_n5 (shipped)": ("SmallCnnPolicy", {}, 84, 16, 2, 5),
+    "small84_8envs_per_worker_n5": ("SmallCnnPolicy", {}, 84, 16, 2, 5),
 }
+# The configuration of the shipped Atari entries of hyperparams/a3c.yml
+SHIPPED = "small84_8envs_per_worker_n5"
 
 
 def measure(name: str, steps: int, warmup_steps: int) -> dict:
@@ -46,7 +48,8 @@ def measure(name: str, steps: int, warmup_steps: int) -> dict:
     start = time.perf_counter()
     model.learn(steps)
     elapsed = time.perf_counter() - start
-    return {"configuration": name, "steps": model.num_timesteps, "steps_per_second": round(model.num_timesteps / elapsed, 1)}
+    steps, steps_per_second = model.num_timesteps, round(model.num_timesteps / elapsed, 1)
+    return {"configuration": name, "shipped": name == SHIPPED, "steps": steps, "steps_per_second": steps_per_second}
 
 
 def main() -> None:
