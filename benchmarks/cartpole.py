@@ -1,50 +1,107 @@
 """
-The README's main job, measured: train A3C on CartPole-v1, then evaluate the final model.
+The README's main job, measured over several seeds: train A3C on CartPole-v1, evaluating along the way
+and at the end (what the user gets).
 
-    python benchmarks/cartpole.py --policy MlpLstmPolicy --steps 200000
+    python benchmarks/cartpole.py --seeds 0 1 2 3 4
+    python benchmarks/cartpole.py --seeds 0 1 2 3 4 --policy-kwargs "dict(lstm_hidden_size=256)" \
+        --output benchmarks/results/cartpole_MlpLstmPolicy_lstm256.json
 
-Prints and writes (JSON) the step count, wall-clock seconds and the final mean reward over 10
-deterministic evaluation episodes.
+For each seed: 10 deterministic evaluation episodes every ``--eval-every`` steps (on a separate env), the
+final model's mean reward over 10 episodes, and the wall-clock seconds of ``learn()`` (evaluations
+excluded). Writes one JSON with every seed done so far and a summary (median final reward, seeds whose
+final model scores >= 475, seeds that reached 475 at some evaluation), rewritten after each seed.
 """
 
 import argparse
 import json
 import os
+import shlex
+import statistics
+import sys
 import time
 from pathlib import Path
 
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_a3c import A3C
 
+SOLVED = 475
+
+
+class TimedEvaluations(BaseCallback):
+    """Evaluates every ``eval_every`` steps and keeps the evaluation time out of the training clock."""
+
+    def __init__(self, eval_every: int):
+        super().__init__()
+        self.eval_every = eval_every
+        self.next_eval = eval_every
+        self.eval_env = make_vec_env("CartPole-v1", n_envs=1, seed=12345)
+        self.curve: list[tuple[int, float]] = []
+        self.eval_seconds = 0.0
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_eval:
+            self.next_eval += self.eval_every
+            start = time.perf_counter()
+            mean_reward, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=10)
+            self.eval_seconds += time.perf_counter() - start
+            self.curve.append((self.num_timesteps, float(mean_reward)))
+        return True
+
+
+def run_seed(seed: int | None, steps: int, policy: str, policy_kwargs: dict | None, eval_every: int) -> dict:
+    evaluations = TimedEvaluations(eval_every)
+    start = time.perf_counter()
+    model = A3C(policy, "CartPole-v1", seed=seed, policy_kwargs=policy_kwargs)  # one worker per CPU core
+    model.learn(steps, callback=evaluations)
+    train_seconds = time.perf_counter() - start - evaluations.eval_seconds
+    final_mean, final_std = evaluate_policy(model, make_vec_env("CartPole-v1", n_envs=1, seed=54321), n_eval_episodes=10)
+    return {
+        "seed": seed,
+        "workers": model.n_envs,
+        "steps": model.num_timesteps,
+        "train_seconds": round(train_seconds, 1),
+        "final_mean_reward": float(final_mean),
+        "final_std_reward": float(final_std),
+        "first_solved_at_steps": next((step for step, reward in evaluations.curve if reward >= SOLVED), None),
+        "eval_curve": evaluations.curve,
+    }
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy", default="MlpLstmPolicy")
+    parser.add_argument("--policy-kwargs", default=None, help='a Python expression, e.g. "dict(lstm_hidden_size=64)"')
     parser.add_argument("--steps", type=int, default=200_000)
-    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--eval-every", type=int, default=20_000)
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
+    policy_kwargs = eval(args.policy_kwargs) if args.policy_kwargs else None  # as the Zoo evaluates its policy_kwargs
 
-    start = time.perf_counter()
-    model = A3C(args.policy, "CartPole-v1", seed=args.seed)  # one worker per CPU core
-    model.learn(args.steps)
-    train_seconds = time.perf_counter() - start
-    mean_reward, std_reward = evaluate_policy(model, make_vec_env("CartPole-v1", n_envs=1, seed=12345), n_eval_episodes=10)
-    result = {
-        "policy": args.policy,
-        "workers": model.n_envs,
-        "cpus": len(os.sched_getaffinity(0)),
-        "steps": model.num_timesteps,
-        "train_seconds": round(train_seconds, 1),
-        "eval_mean_reward": float(mean_reward),
-        "eval_std_reward": float(std_reward),
-    }
-    print(json.dumps(result))
     output = args.output or Path(__file__).parent / "results" / f"cartpole_{args.policy}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(result, indent=2) + "\n")
+    runs = []
+    for seed in args.seeds:
+        runs.append(run_seed(seed, args.steps, args.policy, policy_kwargs, args.eval_every))
+        print(json.dumps({key: value for key, value in runs[-1].items() if key != "eval_curve"}), flush=True)
+        finals = [run["final_mean_reward"] for run in runs]
+        result = {
+            "command": "python benchmarks/cartpole.py " + shlex.join(sys.argv[1:]),
+            "policy": args.policy,
+            "policy_kwargs": args.policy_kwargs,
+            "cpus": len(os.sched_getaffinity(0)),
+            "seeds_done": len(runs),
+            "median_final_mean_reward": statistics.median(finals),
+            "seeds_final_solved": sum(reward >= SOLVED for reward in finals),
+            "seeds_ever_solved": sum(run["first_solved_at_steps"] is not None for run in runs),
+            "median_train_seconds": statistics.median(run["train_seconds"] for run in runs),
+            "runs": runs,
+        }
+        output.write_text(json.dumps(result, indent=2) + "\n")  # after every seed: a stopped sweep keeps its data
+    print(json.dumps({key: value for key, value in result.items() if key != "runs"}))
 
 
 if __name__ == "__main__":
