@@ -12,6 +12,14 @@ given to ``--plot``, on the same axes.
     python benchmarks/pong.py --algo a2c --minutes 30
     python benchmarks/pong.py --plot benchmarks/results/pong_a3c.csv benchmarks/results/pong_a2c.csv
     python benchmarks/pong.py --algo a3c --env CartPole-v1 --minutes 1.5 --eval-freq 5000
+
+To extend a run past one session, resume from the model the Zoo saved when it was stopped (the Zoo's
+``-i``, optimizer statistics included) and append to its CSV, shifting the new rows by the earlier run's
+wall clock and steps:
+
+    python benchmarks/pong.py --algo a3c --minutes 90 --eval-freq 200000 \
+        --resume-from LOGDIR/a3c/PongNoFrameskip-v4_1/PongNoFrameskip-v4.zip --resume-after-seconds 8100 \
+        --output benchmarks/results/pong_a3c.csv
 """
 
 import argparse
@@ -25,16 +33,34 @@ import time
 from pathlib import Path
 
 import numpy as np
+from stable_baselines3.common.save_util import load_from_zip_file
 
 RESULTS = Path(__file__).parent / "results"
 
 
-def record(algo: str, env_id: str, minutes: float, eval_freq: int, output: Path) -> None:
+def record(
+    algo: str,
+    env_id: str,
+    minutes: float,
+    eval_freq: int,
+    output: Path,
+    resume_from: Path | None = None,
+    resume_after_seconds: float = 0.0,
+) -> None:
     log_folder = Path(tempfile.mkdtemp(prefix=f"{env_id}_{algo}_"))
     command = [
         sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "-f", str(log_folder),
         "--eval-freq", str(eval_freq), "--eval-episodes", "10", "--seed", "0",
     ]  # fmt: skip
+    rows: list[dict] = []
+    seconds_offset, steps_offset = 0.0, 0
+    if resume_from is not None:
+        command += ["-i", str(resume_from)]
+        rows = list(csv.DictReader(output.open())) if output.exists() else []
+        seconds_offset = resume_after_seconds
+        steps_offset = int(load_from_zip_file(resume_from, load_data=True)[0]["num_timesteps"])
+        print(f"resuming at {steps_offset} steps, {seconds_offset / 60:.1f} min; {len(rows)} earlier rows", flush=True)
+    first_new_row = len(rows)
     print(" ".join(command[1:]), flush=True)
     start = time.monotonic()
     # SIGINT back to its default: a shell starting this script in the background (nohup ... &) ignores
@@ -45,7 +71,6 @@ def record(algo: str, env_id: str, minutes: float, eval_freq: int, output: Path)
         stdout=subprocess.DEVNULL,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    rows: list[dict] = []
     try:
         while process.poll() is None and time.monotonic() - start < minutes * 60:
             time.sleep(1)
@@ -57,11 +82,11 @@ def record(algo: str, env_id: str, minutes: float, eval_freq: int, output: Path)
                 timesteps, results = evaluations["timesteps"], evaluations["results"]
             except (OSError, ValueError, KeyError):
                 continue  # being written
-            for index in range(len(rows), len(timesteps)):
+            for index in range(len(rows) - first_new_row, len(timesteps)):
                 rows.append(
                     {
-                        "wall_clock_s": round(time.monotonic() - start, 1),
-                        "steps": int(timesteps[index]),
+                        "wall_clock_s": round(seconds_offset + time.monotonic() - start, 1),
+                        "steps": steps_offset + int(timesteps[index]),
                         "eval_mean": float(results[index].mean()),
                         "eval_std": float(results[index].std()),
                     }
@@ -118,12 +143,15 @@ def main() -> None:
     parser.add_argument("--eval-freq", type=int, default=50_000, help="evaluate every this many env steps")
     parser.add_argument("--plot", type=Path, nargs="*", help="CSV files to draw on the same axes instead of training")
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--resume-from", type=Path, default=None, help="a model .zip the Zoo saved; rows go after --output's")
+    parser.add_argument("--resume-after-seconds", type=float, default=0.0, help="wall clock of the run that saved it")
     args = parser.parse_args()
     if args.plot:
         plot(args.plot, args.output or RESULTS / "pong_learning_curves.png")
     else:
         default_name = f"pong_{args.algo}.csv" if args.env == "PongNoFrameskip-v4" else f"{args.env}_{args.algo}_curve.csv"
-        record(args.algo, args.env, args.minutes, args.eval_freq, args.output or RESULTS / default_name)
+        output = args.output or RESULTS / default_name
+        record(args.algo, args.env, args.minutes, args.eval_freq, output, args.resume_from, args.resume_after_seconds)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch as th
 import yaml
 
 from sb3_a3c import A3C, SyncA2C
@@ -87,6 +88,19 @@ def test_zoo_train_command_creates_model(tmp_path):
     assert saved_config(run_folder)["n_envs"] == 2  # read from sb3-a3c's hyperparams/a3c.yml
     assert (run_folder / "evaluations.npz").exists()
     assert sorted(path.name for path in run_folder.glob("*.monitor.csv")) == ["0.monitor.csv", "1.monitor.csv"]
+
+
+def test_zoo_continues_training_from_a_saved_model(tmp_path):
+    """``-i model.zip``: the Zoo loads our model (its hyperparameters passed to ``load``) and trains on from it."""
+    first = A3C.load(zoo_train(tmp_path, "a3c", "CartPole-v1", "-n", "2000", "--seed", "1") / "CartPole-v1.zip")
+    result = zoo("train", "a3c", "-i", "logs/a3c/CartPole-v1_1/CartPole-v1.zip", "-n", "200", "--seed", "2", cwd=tmp_path)
+    assert "Loading pretrained agent" in result.stdout
+    resumed = A3C.load(tmp_path / "logs" / "a3c" / "CartPole-v1_2" / "CartPole-v1.zip")
+    fresh = A3C("MlpPolicy", "CartPole-v1", n_envs=2, seed=2)
+    first_parameters = th.nn.utils.parameters_to_vector(first.policy.parameters())
+    resumed_distance = (th.nn.utils.parameters_to_vector(resumed.policy.parameters()) - first_parameters).norm()
+    fresh_distance = (th.nn.utils.parameters_to_vector(fresh.policy.parameters()) - first_parameters).norm()
+    assert 0 < resumed_distance < fresh_distance / 10
 
 
 def test_zoo_sync_a2c_train_with_eval_and_enjoy(tmp_path):
