@@ -12,6 +12,7 @@ Needs py-spy (``pip install py-spy``). Writes the category shares to JSON.
 import argparse
 import collections
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,8 +45,12 @@ def categorize(stack: str) -> str:
 
 def record(steps: int, rate: int) -> Path:
     raw = Path(tempfile.mkdtemp(prefix="a3c_profile_")) / "raw.txt"
+    # py-spy installed in the venv is found without activating it
+    py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    if py_spy is None:
+        sys.exit("py-spy not found: pip install py-spy")
     command = [
-        "py-spy", "record", "--subprocesses", "--format", "raw", "--rate", str(rate), "-o", str(raw), "--",
+        py_spy, "record", "--subprocesses", "--format", "raw", "--rate", str(rate), "-o", str(raw), "--",
         sys.executable, __file__, "--train", "--steps", str(steps),
     ]  # fmt: skip
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
