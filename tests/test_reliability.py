@@ -94,6 +94,8 @@ def test_ctrl_c_during_zoo_training_saves_a_model_that_loads_and_leaves_no_proce
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # SIGINT handled as in a terminal even when the tests run from a background job (which ignores it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     run_folder = tmp_path / "logs" / "a3c" / "CartPole-v1_1"
     deadline = time.monotonic() + 120
