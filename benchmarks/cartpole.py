@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
@@ -30,33 +30,38 @@ from sb3_a3c import A3C
 SOLVED = 475
 
 
-class TimedEvaluations(BaseCallback):
-    """Evaluates every ``eval_every`` steps and keeps the evaluation time out of the training clock."""
+class TimedEvalCallback(EvalCallback):
+    """
+    SB3's ``EvalCallback``, also keeping the curve in memory (``EvalCallback`` keeps it only with a
+    ``log_path``) and adding up the seconds its evaluations take (kept out of the training clock).
+    """
 
-    def __init__(self, eval_every: int):
-        super().__init__()
-        self.eval_every = eval_every
-        self.next_eval = eval_every
-        self.eval_env = make_vec_env("CartPole-v1", n_envs=1, seed=12345)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.curve: list[tuple[int, float]] = []
         self.eval_seconds = 0.0
 
     def _on_step(self) -> bool:
-        if self.num_timesteps >= self.next_eval:
-            self.next_eval += self.eval_every
-            start = time.perf_counter()
-            mean_reward, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=10)
-            self.eval_seconds += time.perf_counter() - start
-            self.curve.append((self.num_timesteps, float(mean_reward)))
-        return True
+        start = time.perf_counter()
+        continue_training = super()._on_step()
+        self.eval_seconds += time.perf_counter() - start
+        if self.n_calls % self.eval_freq == 0:
+            self.curve.append((self.num_timesteps, float(self.last_mean_reward)))
+        return continue_training
 
 
 def run_seed(seed: int | None, steps: int, policy: str, policy_kwargs: dict | None, eval_every: int) -> dict:
-    evaluations = TimedEvaluations(eval_every)
     start = time.perf_counter()
     model = A3C(policy, "CartPole-v1", seed=seed, policy_kwargs=policy_kwargs)  # one worker per CPU core
+    evaluations = TimedEvalCallback(
+        make_vec_env("CartPole-v1", n_envs=1, seed=12345),
+        eval_freq=eval_every // model.n_envs,  # on_step calls: one per n_envs env steps
+        n_eval_episodes=10,
+        deterministic=True,
+    )
     model.learn(steps, callback=evaluations)
     train_seconds = time.perf_counter() - start - evaluations.eval_seconds
+
     final_mean, final_std = evaluate_policy(model, make_vec_env("CartPole-v1", n_envs=1, seed=54321), n_eval_episodes=10)
     return {
         "seed": seed,
@@ -67,6 +72,22 @@ def run_seed(seed: int | None, steps: int, policy: str, policy_kwargs: dict | No
         "final_std_reward": float(final_std),
         "first_solved_at_steps": next((step for step, reward in evaluations.curve if reward >= SOLVED), None),
         "eval_curve": evaluations.curve,
+    }
+
+
+def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
+    finals = [run["final_mean_reward"] for run in runs]
+    return {
+        "command": "python benchmarks/cartpole.py " + shlex.join(sys.argv[1:]),
+        "policy": args.policy,
+        "policy_kwargs": args.policy_kwargs,
+        "cpus": len(os.sched_getaffinity(0)),
+        "seeds_done": len(runs),
+        "median_final_mean_reward": statistics.median(finals),
+        "seeds_final_solved": sum(reward >= SOLVED for reward in finals),
+        "seeds_ever_solved": sum(run["first_solved_at_steps"] is not None for run in runs),
+        "median_train_seconds": statistics.median(run["train_seconds"] for run in runs),
+        "runs": runs,
     }
 
 
@@ -87,21 +108,9 @@ def main() -> None:
     for seed in args.seeds:
         runs.append(run_seed(seed, args.steps, args.policy, policy_kwargs, args.eval_every))
         print(json.dumps({key: value for key, value in runs[-1].items() if key != "eval_curve"}), flush=True)
-        finals = [run["final_mean_reward"] for run in runs]
-        result = {
-            "command": "python benchmarks/cartpole.py " + shlex.join(sys.argv[1:]),
-            "policy": args.policy,
-            "policy_kwargs": args.policy_kwargs,
-            "cpus": len(os.sched_getaffinity(0)),
-            "seeds_done": len(runs),
-            "median_final_mean_reward": statistics.median(finals),
-            "seeds_final_solved": sum(reward >= SOLVED for reward in finals),
-            "seeds_ever_solved": sum(run["first_solved_at_steps"] is not None for run in runs),
-            "median_train_seconds": statistics.median(run["train_seconds"] for run in runs),
-            "runs": runs,
-        }
-        output.write_text(json.dumps(result, indent=2) + "\n")  # after every seed: a stopped sweep keeps its data
-    print(json.dumps({key: value for key, value in result.items() if key != "runs"}))
+        # rewritten after every seed: a stopped sweep keeps its data
+        output.write_text(json.dumps(summarize(runs, args), indent=2) + "\n")
+    print(json.dumps({key: value for key, value in summarize(runs, args).items() if key != "runs"}))
 
 
 if __name__ == "__main__":

@@ -52,15 +52,15 @@ def record(
         sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "-f", str(log_folder),
         "--eval-freq", str(eval_freq), "--eval-episodes", "10", "--seed", "0",
     ]  # fmt: skip
-    rows: list[dict] = []
+    earlier_rows: list[dict] = []
     seconds_offset, steps_offset = 0.0, 0
     if resume_from is not None:
         command += ["-i", str(resume_from)]
-        rows = list(csv.DictReader(output.open())) if output.exists() else []
+        earlier_rows = list(csv.DictReader(output.open())) if output.exists() else []
         seconds_offset = resume_after_seconds
         steps_offset = int(load_from_zip_file(resume_from, load_data=True)[0]["num_timesteps"])
-        print(f"resuming at {steps_offset} steps, {seconds_offset / 60:.1f} min; {len(rows)} earlier rows", flush=True)
-    first_new_row = len(rows)
+        print(f"resuming at {steps_offset} steps, {seconds_offset / 60:.1f} min; {len(earlier_rows)} earlier rows", flush=True)
+    rows: list[dict] = []
     print(" ".join(command[1:]), flush=True)
     start = time.monotonic()
     # SIGINT back to its default: a shell starting this script in the background (nohup ... &) ignores
@@ -82,7 +82,7 @@ def record(
                 timesteps, results = evaluations["timesteps"], evaluations["results"]
             except (OSError, ValueError, KeyError):
                 continue  # being written
-            for index in range(len(rows) - first_new_row, len(timesteps)):
+            for index in range(len(rows), len(timesteps)):
                 rows.append(
                     {
                         "wall_clock_s": round(seconds_offset + time.monotonic() - start, 1),
@@ -104,7 +104,7 @@ def record(
     with output.open("w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=["wall_clock_s", "steps", "eval_mean", "eval_std"])
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(earlier_rows + rows)
     print(f"wrote {output} (logs in {log_folder})")
 
 
