@@ -92,6 +92,7 @@ def record(
                     }
                 )
                 print(rows[-1], flush=True)
+                write_rows(output, earlier_rows + rows)  # after each evaluation: nothing is lost if this script dies
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
@@ -100,15 +101,19 @@ def record(
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+    write_rows(output, earlier_rows + rows)
+    print(f"wrote {output} (logs in {log_folder})")
+
+
+def write_rows(output: Path, rows: list[dict]) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=["wall_clock_s", "steps", "eval_mean", "eval_std"])
         writer.writeheader()
-        writer.writerows(earlier_rows + rows)
-    print(f"wrote {output} (logs in {log_folder})")
+        writer.writerows(rows)
 
 
-def plot(csv_paths: list[Path], output: Path) -> None:
+def plot(csv_paths: list[Path], output: Path, env_id: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -118,14 +123,15 @@ def plot(csv_paths: list[Path], output: Path) -> None:
     for path in csv_paths:
         rows = list(csv.DictReader(path.open()))
         minutes = [float(row["wall_clock_s"]) / 60 for row in rows]
-        label = path.stem.removeprefix("pong_")
+        label = path.stem.removeprefix("pong_").removeprefix("breakout_")
         axis.plot(minutes, [float(row["eval_mean"]) for row in rows], marker="o", markersize=3, label=label)
         steps_axis.plot(minutes, [int(row["steps"]) / 1e6 for row in rows], marker="o", markersize=3, label=label)
-    axis.axhline(18, color="grey", linestyle="--", linewidth=1, label="+18")
-    axis.set_ylim(-21.5, 21.5)
+    if env_id == "PongNoFrameskip-v4":
+        axis.axhline(18, color="grey", linestyle="--", linewidth=1, label="+18")
+        axis.set_ylim(-21.5, 21.5)
     axis.set_xlabel("wall-clock minutes (2 CPU cores)")
     axis.set_ylabel("evaluation mean reward (10 episodes)")
-    axis.set_title("PongNoFrameskip-v4: evaluation")
+    axis.set_title(f"{env_id}: evaluation")
     axis.legend(fontsize=8)
     steps_axis.set_xlabel("wall-clock minutes (2 CPU cores)")
     steps_axis.set_ylabel("environment steps (millions)")
@@ -147,7 +153,8 @@ def main() -> None:
     parser.add_argument("--resume-after-seconds", type=float, default=0.0, help="wall clock of the run that saved it")
     args = parser.parse_args()
     if args.plot:
-        plot(args.plot, args.output or RESULTS / "pong_learning_curves.png")
+        default_name = "pong_learning_curves.png" if args.env == "PongNoFrameskip-v4" else f"{args.env}_learning_curves.png"
+        plot(args.plot, args.output or RESULTS / default_name, args.env)
     else:
         default_name = f"pong_{args.algo}.csv" if args.env == "PongNoFrameskip-v4" else f"{args.env}_{args.algo}_curve.csv"
         output = args.output or RESULTS / default_name
