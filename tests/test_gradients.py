@@ -7,12 +7,16 @@ import numpy as np
 import pytest
 import torch as th
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import FakeImageEnv
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
 from sb3_a3c import A3C, SharedAdam, SharedRMSprop, SharedRMSpropTFLike
 from sb3_a3c.common import worker as worker_module
 from sb3_a3c.common.rollouts import RolloutCollector
 from sb3_a3c.common.shared_optimizers import SharedOptimizerMixin
+
+# Four channels: with one, channels-first and channels-last tensors have the same layout
+FOUR_CHANNEL_FIRST_FRAMES = dict(channel_first=True, n_channels=4)
 
 
 class SharedSGD(SharedOptimizerMixin, th.optim.SGD):
@@ -44,12 +48,21 @@ def independent_gradient(policy, buffer, ent_coef: float, vf_coef: float) -> lis
     return [gradient.detach() for gradient in th.autograd.grad(loss, list(policy.parameters()))]
 
 
-def test_worker_gradients_are_not_accumulated(monkeypatch):
+@pytest.mark.parametrize(
+    "policy, make_env",
+    [
+        ("MlpPolicy", lambda: make_vec_env("CartPole-v1", n_envs=1, seed=0)),
+        # The worker's local policy keeps its convolutions channels-last; the shared one does not
+        ("SmallCnnPolicy", lambda: make_vec_env(FakeImageEnv, n_envs=1, seed=0, env_kwargs=FOUR_CHANNEL_FIRST_FRAMES)),
+    ],
+    ids=["mlp", "cnn"],
+)
+def test_worker_gradients_are_not_accumulated(monkeypatch, policy, make_env):
     """Run the real worker loop for 4 updates; each update must equal -lr * (gradient of that rollout only)."""
     n_steps, n_updates, learning_rate = 16, 4, 0.05
-    env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
+    env = make_env()
     model = A3C(
-        "MlpPolicy",
+        policy,
         env,
         n_steps=n_steps,
         learning_rate=learning_rate,
