@@ -110,8 +110,13 @@ def sync_a2c(steps: int) -> float:
     return _timed_learn(SyncA2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
 
 
-def make_shipped_a3c(seed: int = 0) -> A3C:
-    """A3C on Pong with the shipped Zoo entry: its envs, wrappers, policy, workers and hyperparameters."""
+def make_shipped_a3c(seed: int = 0, policy: str | None = None) -> A3C:
+    """
+    A3C on Pong with the shipped Zoo entry: its envs, wrappers, policy, workers and hyperparameters.
+
+    :param seed: seed of the envs and the model
+    :param policy: a policy to use instead of the entry's (all else unchanged)
+    """
     entry = shipped_a3c_entry()
     env = make_vec_env(ENV_ID, n_envs=entry["n_envs"], seed=seed, wrapper_class=get_wrapper_class(entry))
     env = VecFrameStack(env, n_stack=entry["frame_stack"])
@@ -121,7 +126,7 @@ def make_shipped_a3c(seed: int = 0) -> A3C:
             hyperparameters[key] = linear_schedule(float(value.removeprefix("lin_")))
     if isinstance(hyperparameters.get("policy_kwargs"), str):
         hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"])  # as the Zoo does
-    return A3C(entry["policy"], env, seed=seed, **hyperparameters)
+    return A3C(policy or entry["policy"], env, seed=seed, **hyperparameters)
 
 
 def a3c(steps: int) -> float:
