@@ -15,8 +15,10 @@ REWARD_THRESHOLD = 400
     [
         # When the budgets were chosen (2 cores, seeds 0-2), MlpPolicy reached 400 at ~10k steps,
         # this LSTM at 17k-44k steps (the README's main job uses it: sb3-contrib's default 256-unit pair is less reliable).
+        # Two asynchronous workers do not repeat a run exactly: one CI run of the LSTM peaked at 327 within
+        # 150k steps, hence its larger budget (training stops as soon as 400 is reached).
         ("MlpPolicy", {}, 100_000),
-        ("MlpLstmPolicy", dict(lstm_hidden_size=64, enable_critic_lstm=False), 150_000),
+        ("MlpLstmPolicy", dict(lstm_hidden_size=64, enable_critic_lstm=False), 300_000),
     ],
 )
 def test_a3c_learns_cartpole(policy: str, policy_kwargs: dict, budget: int):
