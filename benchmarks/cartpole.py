@@ -108,9 +108,9 @@ def main() -> None:
     for seed in args.seeds:
         runs.append(run_seed(seed, args.steps, args.policy, policy_kwargs, args.eval_every))
         print(json.dumps({key: value for key, value in runs[-1].items() if key != "eval_curve"}), flush=True)
-        # rewritten after every seed: a stopped sweep keeps its data
-        output.write_text(json.dumps(summarize(runs, args), indent=2) + "\n")
-    print(json.dumps({key: value for key, value in summarize(runs, args).items() if key != "runs"}))
+        summary = summarize(runs, args)
+        output.write_text(json.dumps(summary, indent=2) + "\n")  # after every seed: a stopped sweep keeps its data
+    print(json.dumps({key: value for key, value in summary.items() if key != "runs"}))
 
 
 if __name__ == "__main__":
