@@ -66,5 +66,7 @@ def test_push_to_hub_then_load_from_hub_round_trip(tmp_path, hub):
     assert "vec_normalize.pkl" not in files
     assert "Traceback" not in load.stderr
 
-    enjoy = run(*zoo, "rl_zoo3.enjoy", *common, "-f", "downloaded", "--no-render", "-n", "300", cwd=tmp_path, env=hub_env)
-    assert "Episode Reward" in enjoy.stdout or "Atari" in enjoy.stdout
+    # enjoy prints a line per finished episode; CartPole-v1 truncates at 500 steps, so 1000 steps finish at least one
+    # whatever the (asynchronously trained, hence unrepeatable) policy does
+    enjoy = run(*zoo, "rl_zoo3.enjoy", *common, "-f", "downloaded", "--no-render", "-n", "1000", cwd=tmp_path, env=hub_env)
+    assert "Episode Reward" in enjoy.stdout

@@ -123,7 +123,7 @@ def test_conf_file_wins_over_shipped_hyperparameters(tmp_path):
 def test_cli_enjoy_record_video_and_plots(tmp_path):
     rl_zoo3_script = str(Path(sys.executable).parent / "rl_zoo3")
     run(rl_zoo3_script, "train", "--algo", "a3c", "--env", "CartPole-v1", "-n", "2000", "-f", "logs", cwd=tmp_path)
-    enjoy = zoo("enjoy", "a3c", "--no-render", "-n", "500", cwd=tmp_path)
+    enjoy = zoo("enjoy", "a3c", "--no-render", "-n", "1000", cwd=tmp_path)  # > CartPole's 500-step limit: an episode ends
     assert "Episode Reward" in enjoy.stdout
     zoo("record_video", "a3c", "-n", "200", cwd=tmp_path)
     assert list((tmp_path / "logs" / "a3c" / "CartPole-v1_1" / "videos").glob("*.mp4"))
