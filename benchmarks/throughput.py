@@ -56,9 +56,10 @@ ZOO_ENV_KEYS = ("env_wrapper", "frame_stack", "n_envs", "n_timesteps", "policy")
 
 
 def shipped_a3c_entry() -> dict[str, Any]:
-    """The PongNoFrameskip-v4 entry of the shipped hyperparams/a3c.yml (the one the Zoo uses)."""
+    """The entry of the shipped hyperparams/a3c.yml that the Zoo uses for PongNoFrameskip-v4 (its own or "atari")."""
     text = importlib.resources.files("sb3_a3c.hyperparams").joinpath("a3c.yml").read_text()
-    return yaml.load(text, Loader=yaml.UnsafeLoader)[ENV_ID]  # the Zoo's loader (for !!float)
+    entries = yaml.load(text, Loader=yaml.UnsafeLoader)  # the Zoo's loader (for !!float)
+    return entries.get(ENV_ID, entries["atari"])
 
 
 def _atari_wrapper_kwargs(entry: dict[str, Any]) -> dict[str, Any]:

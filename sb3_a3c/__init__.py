@@ -15,17 +15,17 @@ _LAZY_ATTRIBUTES = {
     "A3C": "sb3_a3c.a3c",
     "SyncA2C": "sb3_a3c.sync_a2c",
     "CnnTwoHeadPolicy": "sb3_a3c.common.policies",
-    "SharedAdam": "sb3_a3c.common.shared_optimizers",
-    "SharedRMSprop": "sb3_a3c.common.shared_optimizers",
-    "SharedRMSpropTFLike": "sb3_a3c.common.shared_optimizers",
-    "WorkerError": "sb3_a3c.common.worker_pool",
+    "SharedAdam": "sb3_a3c.a3c.shared_optimizers",
+    "SharedRMSprop": "sb3_a3c.a3c.shared_optimizers",
+    "SharedRMSpropTFLike": "sb3_a3c.a3c.shared_optimizers",
+    "WorkerError": "sb3_a3c.a3c.worker_pool",
 }
 
 if TYPE_CHECKING:
     from sb3_a3c.a3c import A3C
+    from sb3_a3c.a3c.shared_optimizers import SharedAdam, SharedRMSprop, SharedRMSpropTFLike
+    from sb3_a3c.a3c.worker_pool import WorkerError
     from sb3_a3c.common.policies import CnnTwoHeadPolicy
-    from sb3_a3c.common.shared_optimizers import SharedAdam, SharedRMSprop, SharedRMSpropTFLike
-    from sb3_a3c.common.worker_pool import WorkerError
     from sb3_a3c.sync_a2c import SyncA2C
 
 

@@ -11,9 +11,9 @@ from stable_baselines3.common.envs import FakeImageEnv
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
 from sb3_a3c import A3C, SharedAdam, SharedRMSprop, SharedRMSpropTFLike
-from sb3_a3c.common import worker as worker_module
-from sb3_a3c.common.rollouts import RolloutCollector
-from sb3_a3c.common.shared_optimizers import SharedOptimizerMixin
+from sb3_a3c.a3c import actor_learner
+from sb3_a3c.a3c.rollout_collector import RolloutCollector
+from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin
 
 # Four channels: with one, channels-first and channels-last tensors have the same layout
 FOUR_CHANNEL_FIRST_FRAMES = dict(channel_first=True, n_channels=4)
@@ -84,10 +84,10 @@ def test_worker_gradients_are_not_accumulated(monkeypatch, policy, make_env):
 
     model.policy.optimizer.register_step_pre_hook(record_step)
     RecordingCollector.collected_buffers = []
-    monkeypatch.setattr(worker_module, "RolloutCollector", RecordingCollector)
+    monkeypatch.setattr(actor_learner, "RolloutCollector", RecordingCollector)
 
     job = model._make_job(total_timesteps=n_steps * n_updates)
-    worker_module.run_actor_learner(job, 0, send_report=lambda report: None)  # in this process, not forked
+    actor_learner.run_actor_learner(job, 0, send_report=lambda report: None)  # in this process, not forked
 
     assert len(applied_updates) == n_updates == len(RecordingCollector.collected_buffers)
     fresh_policy = copy.deepcopy(model.policy)

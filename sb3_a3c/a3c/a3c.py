@@ -11,19 +11,21 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
+from sb3_a3c.a3c.actor_learner import ActorLearnerJob, run_actor_learner
+from sb3_a3c.a3c.reporting import WorkerReportHandler
+from sb3_a3c.a3c.shared_optimizers import SharedAdam, SharedOptimizerMixin, SharedRMSprop, shared_optimizer_class
+from sb3_a3c.a3c.validation import check_envs_divide_among_workers, check_fork_is_available, cpu_device
+from sb3_a3c.a3c.worker_envs import check_worker_env_support, describe_env
+from sb3_a3c.a3c.worker_pool import WorkerPool
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
-from sb3_a3c.common.policies import POLICY_ALIASES, check_policy_kwargs
-from sb3_a3c.common.report_handling import WorkerReportHandler
-from sb3_a3c.common.shared_optimizers import SharedAdam, SharedOptimizerMixin, SharedRMSprop, shared_optimizer_class
+from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs
 from sb3_a3c.common.validation import (
+    SUPPORTED_ACTION_SPACES,
     check_action_space,
-    check_envs_divide_among_workers,
     check_hyperparameters,
-    cpu_device,
+    is_positive_int,
+    require,
 )
-from sb3_a3c.common.worker import ActorLearnerJob, run_actor_learner
-from sb3_a3c.common.worker_envs import check_worker_env_support, describe_env
-from sb3_a3c.common.worker_pool import WorkerPool, fork_is_available
 
 SelfA3C = TypeVar("SelfA3C", bound="A3C")
 
@@ -44,8 +46,9 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     ``n_workers`` worker processes share the envs of the training VecEnv (one env each by default).
     A worker copies the shared policy, collects ``n_steps`` transitions from each of its envs (stepped
     together, so the policy's forward pass is batched), and applies the gradient of its loss to the shared
-    policy with the shared optimizer (statistics in shared memory). Callbacks and logging run in the main
-    process.
+    policy with the shared optimizer (statistics in shared memory): the loop is
+    ``sb3_a3c.a3c.actor_learner.run_actor_learner``, the update ``sb3_a3c.a3c.update.apply_update``.
+    Callbacks and logging run in the main process.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, MlpLstmPolicy, CnnLstmPolicy, ...)
     :param env: The environment to learn from: a VecEnv (``DummyVecEnv`` based), a gym env or an env id
@@ -110,22 +113,11 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         device: th.device | str = "cpu",
         _init_setup_model: bool = True,
     ):
-        check_hyperparameters(
-            learning_rate=learning_rate,
-            n_steps=n_steps,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            ent_coef=ent_coef,
-            vf_coef=vf_coef,
-            max_grad_norm=max_grad_norm,
-            n_envs=n_envs,
-            n_workers=n_workers,
-        )
-        if not fork_is_available():
-            raise ValueError(
-                "A3C forks its worker processes (they inherit the shared model and the environments), "
-                "and this platform has no 'fork' start method. Use Linux (or WSL)."
-            )
+        if n_envs is not None:
+            require(is_positive_int(n_envs), "n_envs", n_envs, "an integer >= 1")
+        if n_workers is not None:
+            require(is_positive_int(n_workers), "n_workers", n_workers, "an integer >= 1 (or None: one worker per env)")
+        check_fork_is_available(type(self).__name__)
         if isinstance(env, str):
             env = make_vec_env(env, n_envs=n_envs or default_n_workers(), seed=seed)
         elif n_envs is not None and hasattr(env, "num_envs") and env.num_envs != n_envs:
@@ -152,7 +144,9 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             device=cpu_device(device, type(self).__name__),
             seed=seed,
             _init_setup_model=False,
+            supported_action_spaces=SUPPORTED_ACTION_SPACES,
         )
+        check_hyperparameters(self)
         self.rms_prop_eps = rms_prop_eps
         self.use_rms_prop = use_rms_prop
         self.normalize_advantage = normalize_advantage
@@ -188,12 +182,8 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         self.policy_kwargs["optimizer_class"] = shared_optimizer_class(optimizer_class)
 
     def _setup_model(self) -> None:
-        self._setup_lr_schedule()
-        self.set_random_seed(self.seed)
-        self.policy = self.policy_class(  # type: ignore[assignment]
-            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
-        )
-        self.policy = self.policy.to(self.device)
+        # No rollout buffer here: each worker fills its own
+        build_policy(self)
 
     def _share_model(self) -> None:
         """Put the policy and the optimizer statistics in shared memory (again, after a load)."""
@@ -242,6 +232,18 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             total_timesteps=total_timesteps,
             stop_event=context.Event(),
             update_lock=context.Lock(),
+        )
+
+    def train(self) -> None:
+        """
+        Not used: A3C updates the shared policy in its worker processes, each after its own rollout.
+
+        The update is ``sb3_a3c.a3c.update.apply_update`` (loss, gradient, shared optimizer step), called by
+        the actor-learner loop ``sb3_a3c.a3c.actor_learner.run_actor_learner``; ``learn()`` starts the
+        workers and turns their reports into SB3's callbacks and logs (``sb3_a3c.a3c.reporting``).
+        """
+        raise NotImplementedError(
+            "A3C has no main-process update: each worker applies its own (sb3_a3c.a3c.update.apply_update). Call learn()."
         )
 
     def learn(

@@ -4,6 +4,7 @@ from typing import Any
 
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.ppo_recurrent.policies import CnnLstmPolicy, MlpLstmPolicy, MultiInputLstmPolicy
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import (
     ActorCriticCnnPolicy,
     ActorCriticPolicy,
@@ -117,3 +118,16 @@ def check_policy_kwargs(policy_class: type[BasePolicy], policy_kwargs: dict[str,
             f"policy_kwargs {lstm_kwargs} only apply to LSTM policies, but the policy is {policy_class.__name__}. "
             "Use 'MlpLstmPolicy', 'CnnLstmPolicy' or 'MultiInputLstmPolicy', or remove these keys."
         )
+
+
+def build_policy(model: OnPolicyAlgorithm) -> None:
+    """
+    The part of ``OnPolicyAlgorithm._setup_model`` that does not create a rollout buffer: learning-rate
+    schedule, seeding, and ``model.policy`` built from ``model.policy_class`` and ``model.policy_kwargs``.
+    """
+    model._setup_lr_schedule()
+    model.set_random_seed(model.seed)
+    model.policy = model.policy_class(  # type: ignore[assignment]
+        model.observation_space, model.action_space, model.lr_schedule, use_sde=model.use_sde, **model.policy_kwargs
+    )
+    model.policy = model.policy.to(model.device)

@@ -3,24 +3,25 @@ from typing import Any, ClassVar, TypeVar
 import torch as th
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.ppo_recurrent import RecurrentPPO
+from stable_baselines3 import A2C
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import explained_variance
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_a3c.common.buffers import initial_lstm_states, make_rollout_buffer
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
 from sb3_a3c.common.losses import actor_critic_loss
-from sb3_a3c.common.policies import POLICY_ALIASES, check_policy_kwargs, is_recurrent_policy_class
-from sb3_a3c.common.rollouts import initial_lstm_states, make_rollout_buffer
+from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs, is_recurrent_policy_class
+from sb3_a3c.common.train_logging import record_train_metrics
 from sb3_a3c.common.validation import check_action_space, check_hyperparameters
 
 SelfSyncA2C = TypeVar("SelfSyncA2C", bound="SyncA2C")
 
 
-class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
+class SyncA2C(ClearLoadErrorsMixin, A2C):
     """
     Synchronous Advantage Actor Critic: the synchronous variant of A3C, with LSTM policies
 
@@ -29,7 +30,8 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     made on all their transitions together, on the GPU when there is one. With ``gae_lambda=1`` the
     targets are n-step returns bootstrapped by the critic at the end of each worker's batch, never
     across a terminal state. Same policy classes and hyperparameter names as ``A3C``, so that the two
-    compare asynchronous and synchronous updates and nothing else.
+    compare asynchronous and synchronous updates and nothing else. A subclass of SB3's ``A2C``: only the
+    LSTM policies' collection and update, and the defaults (``ent_coef=0.01``), differ.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, CnnTwoHeadPolicy, MlpLstmPolicy, CnnLstmPolicy, ...)
     :param env: The environment to learn from (if registered in Gym, can be str)
@@ -49,6 +51,9 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         instead of action noise exploration (default: False)
     :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
         Default: -1 (only sample at the beginning of the rollout)
+    :param rollout_buffer_class: Rollout buffer class to use for feed-forward policies. If ``None``, it will be
+        automatically selected (LSTM policies always use sb3-contrib's recurrent buffers).
+    :param rollout_buffer_kwargs: Keyword arguments to pass to the rollout buffer on creation.
     :param normalize_advantage: Whether to normalize or not the advantage
     :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
         the reported success rate, mean episode length, and mean reward over
@@ -79,6 +84,8 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         use_rms_prop: bool = True,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
+        rollout_buffer_class: type[RolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
         normalize_advantage: bool = False,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
@@ -88,15 +95,6 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ):
-        check_hyperparameters(
-            learning_rate=learning_rate,
-            n_steps=n_steps,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            ent_coef=ent_coef,
-            vf_coef=vf_coef,
-            max_grad_norm=max_grad_norm,
-        )
         if env is not None and not isinstance(env, str):
             check_action_space(env.action_space, type(self).__name__)
         super().__init__(
@@ -109,26 +107,24 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             ent_coef=ent_coef,
             vf_coef=vf_coef,
             max_grad_norm=max_grad_norm,
+            rms_prop_eps=rms_prop_eps,
+            use_rms_prop=use_rms_prop,
             use_sde=use_sde,
             sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=rollout_buffer_class,
+            rollout_buffer_kwargs=rollout_buffer_kwargs,
+            normalize_advantage=normalize_advantage,
             stats_window_size=stats_window_size,
             tensorboard_log=tensorboard_log,
             policy_kwargs=dict(policy_kwargs or {}),
             verbose=verbose,
-            device=device,
             seed=seed,
+            device=device,
             _init_setup_model=False,
         )
-        self.rms_prop_eps = rms_prop_eps
-        self.use_rms_prop = use_rms_prop
-        self.normalize_advantage = normalize_advantage
         self._last_lstm_states = None
-
+        check_hyperparameters(self)
         check_policy_kwargs(self.policy_class, self.policy_kwargs)
-        # RMSProp as in the original A2C, with SB3 A2C's settings
-        if use_rms_prop and "optimizer_class" not in self.policy_kwargs:
-            self.policy_kwargs["optimizer_class"] = th.optim.RMSprop
-            self.policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=rms_prop_eps, weight_decay=0)
 
         if _init_setup_model:
             self._setup_model()
@@ -142,12 +138,7 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             # SB3's own set-up: with the same seed, the same initial parameters as SB3's A2C
             super()._setup_model()
             return
-        self._setup_lr_schedule()
-        self.set_random_seed(self.seed)
-        self.policy = self.policy_class(  # type: ignore[assignment]
-            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
-        )
-        self.policy = self.policy.to(self.device)
+        build_policy(self)
         self._last_lstm_states = initial_lstm_states(self.policy, self.n_envs, self.device)
         self.rollout_buffer = make_rollout_buffer(
             self.policy, self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device
@@ -185,16 +176,18 @@ class SyncA2C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
         self.policy.optimizer.step()
 
-        explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
-
         self._n_updates += 1
-        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        self.logger.record("train/explained_variance", explained_var)
-        self.logger.record("train/entropy_loss", losses.entropy_loss)
-        self.logger.record("train/policy_loss", losses.policy_loss)
-        self.logger.record("train/value_loss", losses.value_loss)
-        if hasattr(self.policy, "log_std"):
-            self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
+        record_train_metrics(
+            self.logger,
+            self.policy,
+            n_updates=self._n_updates,
+            explained_variance=float(
+                explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
+            ),
+            entropy_loss=losses.entropy_loss,
+            policy_loss=losses.policy_loss,
+            value_loss=losses.value_loss,
+        )
 
     def learn(
         self: SelfSyncA2C,

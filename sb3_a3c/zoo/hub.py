@@ -15,9 +15,10 @@ from huggingface_hub import ModelCardData
 from huggingface_hub.repocard import metadata_eval_result
 
 from sb3_a3c.version import __version__
+from sb3_a3c.zoo.registration import ZOO_ALGORITHMS
 
 # Zoo name -> class name of our algorithms
-ALGORITHM_CLASSES = {"a3c": "A3C", "sync_a2c": "SyncA2C"}
+ALGORITHM_CLASSES = {algo: class_name for algo, (_, class_name) in ZOO_ALGORITHMS.items()}
 
 # (repo id, local folder of the repo, model file name) of the push in progress, set by `with_push_context`
 _current_push: contextvars.ContextVar[tuple[str, Path, str] | None] = contextvars.ContextVar("current_push", default=None)
@@ -130,21 +131,17 @@ def with_sb3_a3c_model_card(generate_model_card: Callable[..., tuple[str, dict[s
     if getattr(generate_model_card, "_sb3_a3c_patched", False):
         return generate_model_card
 
+    signature = inspect.signature(generate_model_card)
+
     @functools.wraps(generate_model_card)
-    def generate(
-        algo_name: str,
-        algo_class_name: str,
-        organization: str,
-        env_id: str,
-        mean_reward: float,
-        std_reward: float,
-        hyperparams: dict[str, Any],
-        env_kwargs: dict[str, Any],
-    ) -> tuple[str, dict[str, Any]]:
+    def generate(*args: Any, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        card_arguments = signature.bind(*args, **kwargs).arguments
+        algo_name, env_id = card_arguments["algo_name"], card_arguments["env_id"]
         if algo_name not in ALGORITHM_CLASSES:
-            return generate_model_card(
-                algo_name, algo_class_name, organization, env_id, mean_reward, std_reward, hyperparams, env_kwargs
-            )
+            return generate_model_card(*args, **kwargs)
+        organization, mean_reward, std_reward = (
+            card_arguments[name] for name in ("organization", "mean_reward", "std_reward")
+        )
         push = _current_push.get()
         if push is None:
             repo_id, repo_folder, model_filename = f"{organization}/{algo_name}-{env_id}", None, f"{algo_name}-{env_id}.zip"
@@ -153,9 +150,17 @@ def with_sb3_a3c_model_card(generate_model_card: Callable[..., tuple[str, dict[s
         # rl_zoo3 writes the replay (when rendering works) into the repo folder before the card
         with_video = repo_folder is not None and (repo_folder / "replay.mp4").exists()
         card = sb3_a3c_model_card(
-            algo_name, repo_id, model_filename, env_id, mean_reward, std_reward, hyperparams, env_kwargs, with_video
+            algo_name,
+            repo_id,
+            model_filename,
+            env_id,
+            mean_reward,
+            std_reward,
+            card_arguments["hyperparams"],
+            card_arguments["env_kwargs"],
+            with_video,
         )
-        return card, generate_metadata(algo_class_name, env_id, mean_reward, std_reward)
+        return card, generate_metadata(card_arguments["algo_class_name"], env_id, mean_reward, std_reward)
 
     generate._sb3_a3c_patched = True  # type: ignore[attr-defined]
     return generate
@@ -184,21 +189,33 @@ def with_push_context(package_to_hub: Callable[..., Any]) -> Callable[..., Any]:
     return push
 
 
-def ensure_ffmpeg_on_path() -> None:
+def with_ffmpeg_on_path(generate_replay: Callable[..., Any]) -> Callable[..., Any]:
     """
-    huggingface_sb3 converts the replay video by running ``ffmpeg`` from the shell. Where no ffmpeg is
-    installed, put the one that the ``imageio-ffmpeg`` wheel carries on ``PATH`` (for this process and
-    its children).
+    Wrap huggingface_sb3's ``_generate_replay``, which converts the replay video by running ``ffmpeg`` from
+    the shell. Where no ffmpeg is installed, the one the imageio-ffmpeg wheel carries is linked as ``ffmpeg``
+    in a temporary folder put on ``PATH`` during the call only; the folder is removed and ``PATH`` restored.
     """
-    if shutil.which("ffmpeg") is not None:
-        return
-    try:
-        import imageio_ffmpeg
-    except ImportError:
-        return
-    folder = Path(tempfile.gettempdir()) / f"sb3-a3c-ffmpeg-{os.getuid()}"
-    folder.mkdir(exist_ok=True)
-    link = folder / "ffmpeg"
-    if not link.exists():
-        link.symlink_to(imageio_ffmpeg.get_ffmpeg_exe())
-    os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+    if getattr(generate_replay, "_sb3_a3c_patched", False):
+        return generate_replay
+
+    @functools.wraps(generate_replay)
+    def generate(*args: Any, **kwargs: Any) -> Any:
+        if shutil.which("ffmpeg") is not None:
+            return generate_replay(*args, **kwargs)
+        try:
+            import imageio_ffmpeg
+
+            ffmpeg_executable = imageio_ffmpeg.get_ffmpeg_exe()
+        except (ImportError, RuntimeError):
+            return generate_replay(*args, **kwargs)
+        original_path = os.environ.get("PATH", "")
+        with tempfile.TemporaryDirectory(prefix="sb3-a3c-ffmpeg-") as folder:
+            (Path(folder) / "ffmpeg").symlink_to(ffmpeg_executable)
+            os.environ["PATH"] = f"{folder}{os.pathsep}{original_path}"
+            try:
+                return generate_replay(*args, **kwargs)
+            finally:
+                os.environ["PATH"] = original_path
+
+    generate._sb3_a3c_patched = True  # type: ignore[attr-defined]
+    return generate

@@ -1,18 +1,30 @@
 """
 What sb3-a3c adds to rl_zoo3's modules, applied by the import hook of ``sb3_a3c.zoo.startup`` right
 after each module's own code has run (or by ``register()`` when the hook is not installed).
+
+Registering our algorithms (``ALGOS``, hyperparameter files, Optuna samplers) adds entries and changes
+nothing for other algorithms. The Hub fixes (``fix_*``) repair rl_zoo3 2.9's Hub commands for every
+algorithm; they are applied only to the versions they were written for (``WRITTEN_FOR``) and warn otherwise.
 """
 
 import functools
+import importlib
+import importlib.metadata
 import importlib.resources
 import inspect
+import re
 import sys
-from collections.abc import Callable
+import warnings
 from types import ModuleType
 from typing import Any
 
+from sb3_a3c.zoo.startup import PATCHED_MODULES
+
 # The Zoo names of our algorithms, and where their classes live
 ZOO_ALGORITHMS = {"a3c": ("sb3_a3c.a3c", "A3C"), "sync_a2c": ("sb3_a3c.sync_a2c", "SyncA2C")}
+
+# The releases the Hub fixes were written for: distribution -> (lowest version, first version not covered)
+WRITTEN_FOR = {"rl_zoo3": ((2, 9), (2, 10)), "sb3-team-hf-integration": ((3, 0), (4, 0))}
 
 
 def hyperparams_path(algo: str) -> str:
@@ -25,13 +37,38 @@ def _algorithm_class(algo: str) -> type:
     return getattr(importlib.import_module(module_name), class_name)
 
 
-def _patch_utils(utils: ModuleType) -> None:
+def _installed_version(distribution: str) -> tuple[int, ...] | None:
+    try:
+        version = importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def _is_written_for(distribution: str, fix: str, without_it: str) -> bool:
+    """Whether the installed ``distribution`` is one ``fix`` was written for; if not, warn what will not work."""
+    version = _installed_version(distribution)
+    lowest, first_not_covered = WRITTEN_FOR[distribution]
+    if version is not None and lowest <= version < first_not_covered:
+        return True
+    covered = f">={'.'.join(map(str, lowest))},<{'.'.join(map(str, first_not_covered))}"
+    installed = "not installed" if version is None else ".".join(map(str, version))
+    warnings.warn(
+        f"sb3-a3c did not apply its fix '{fix}': it was written for {distribution}{covered}, "
+        f"and {distribution} {installed} is installed. Without it, {without_it}.",
+        UserWarning,
+        stacklevel=2,
+    )
+    return False
+
+
+def register_algorithms(utils: ModuleType) -> None:
     """``ALGOS``: the dict every Zoo command builds its ``--algo`` choices from."""
     for algo in ZOO_ALGORITHMS:
         utils.ALGOS.setdefault(algo, _algorithm_class(algo))
 
 
-def _patch_exp_manager(exp_manager: ModuleType) -> None:
+def use_our_hyperparameter_files(exp_manager: ModuleType) -> None:
     """Without ``-conf``, the Zoo reads ``rl_zoo3/hyperparams/{algo}.yml``; ours live in sb3-a3c."""
     manager_class = exp_manager.ExperimentManager
     if getattr(manager_class.__init__, "_sb3_a3c_patched", False):
@@ -50,7 +87,7 @@ def _patch_exp_manager(exp_manager: ModuleType) -> None:
     manager_class.__init__ = __init__
 
 
-def _patch_hyperparams_opt(hyperparams_opt: ModuleType) -> None:
+def register_samplers(hyperparams_opt: ModuleType) -> None:
     """Optuna search spaces for ``-optimize``."""
     from sb3_a3c.zoo.hyperparams_opt import sample_a3c_params, sample_sync_a2c_params
 
@@ -60,55 +97,57 @@ def _patch_hyperparams_opt(hyperparams_opt: ModuleType) -> None:
         hyperparams_opt.HYPERPARAMS_CONVERTER.setdefault(algo, hyperparams_opt.convert_onpolicy_params)
 
 
-def _patch_huggingface_sb3_push_to_hub(push_to_hub: ModuleType) -> None:
+def fix_huggingface_sb3_push_to_hub(push_to_hub: ModuleType) -> None:
     """
     rl_zoo3 2.9 imports ``generate_metadata`` (a dict), which sb3-team-hf-integration 3.x renamed to
     ``_generate_metadata`` (a ``ModelCardData``): without it ``rl_zoo3.push_to_hub`` cannot even start.
-    The replay video needs an ``ffmpeg`` executable.
+    Adds the old name back (for every algorithm); changes nothing when the name exists.
     """
-    from sb3_a3c.zoo.hub import ensure_ffmpeg_on_path, generate_metadata
+    if hasattr(push_to_hub, "generate_metadata") or not hasattr(push_to_hub, "_generate_metadata"):
+        return
+    if not _is_written_for("sb3-team-hf-integration", "generate_metadata", "rl_zoo3.push_to_hub may fail to import"):
+        return
+    from sb3_a3c.zoo.hub import generate_metadata
 
-    if not hasattr(push_to_hub, "generate_metadata") and hasattr(push_to_hub, "_generate_metadata"):
-        push_to_hub.generate_metadata = generate_metadata
-    # Its replay video is converted by running `ffmpeg`
-    ensure_ffmpeg_on_path()
+    push_to_hub.generate_metadata = generate_metadata
 
 
-def _patch_rl_zoo3_push_to_hub(push_to_hub: ModuleType) -> None:
-    """Model cards of our algorithms: library sb3-a3c, usage with ``from sb3_a3c import ...``, replay video."""
-    from sb3_a3c.zoo.hub import with_push_context, with_sb3_a3c_model_card
+def fix_rl_zoo3_push_to_hub(push_to_hub: ModuleType) -> None:
+    """
+    Our model cards for our algorithms (library sb3-a3c, usage with ``from sb3_a3c import ...``, replay
+    video; other algorithms keep rl_zoo3's card), and, for every algorithm, the ``ffmpeg`` that the replay
+    video's conversion runs, taken from the imageio-ffmpeg wheel while the replay is made when none is installed.
+    """
+    if not _is_written_for("rl_zoo3", "model cards and replay video", "pushed A3C/SyncA2C models get rl_zoo3's card"):
+        return
+    from sb3_a3c.zoo.hub import with_ffmpeg_on_path, with_push_context, with_sb3_a3c_model_card
 
     push_to_hub.generate_model_card = with_sb3_a3c_model_card(push_to_hub.generate_model_card)
     push_to_hub.package_to_hub = with_push_context(push_to_hub.package_to_hub)
+    push_to_hub._generate_replay = with_ffmpeg_on_path(push_to_hub._generate_replay)
 
 
-def _patch_rl_zoo3_load_from_hub(load_from_hub: ModuleType) -> None:
+def fix_rl_zoo3_load_from_hub(load_from_hub: ModuleType) -> None:
     """
     An absent optional file (``vec_normalize.pkl``) raises huggingface_hub's ``EntryNotFoundError``
     (huggingface_hub >= 1 no longer uses requests), which rl_zoo3 2.9 does not catch as ``HTTPError``.
+    Makes its ``except HTTPError:`` catch both (for every algorithm).
     """
     from huggingface_hub.errors import EntryNotFoundError
 
-    if isinstance(load_from_hub.HTTPError, type) and not issubclass(EntryNotFoundError, load_from_hub.HTTPError):
-        # `except HTTPError:` in download_from_hub looks the name up at run time; a tuple catches both
-        load_from_hub.HTTPError = (load_from_hub.HTTPError, EntryNotFoundError)
-
-
-PATCHES: dict[str, Callable[[ModuleType], None]] = {
-    "rl_zoo3.utils": _patch_utils,
-    "rl_zoo3.exp_manager": _patch_exp_manager,
-    "rl_zoo3.hyperparams_opt": _patch_hyperparams_opt,
-    "huggingface_sb3.push_to_hub": _patch_huggingface_sb3_push_to_hub,
-    "rl_zoo3.push_to_hub": _patch_rl_zoo3_push_to_hub,
-    "rl_zoo3.load_from_hub": _patch_rl_zoo3_load_from_hub,
-}
+    if not isinstance(load_from_hub.HTTPError, type) or issubclass(EntryNotFoundError, load_from_hub.HTTPError):
+        return
+    if not _is_written_for("rl_zoo3", "load_from_hub", "load_from_hub may fail on models without vec_normalize.pkl"):
+        return
+    # `except HTTPError:` in download_from_hub looks the name up at run time; a tuple catches both
+    load_from_hub.HTTPError = (load_from_hub.HTTPError, EntryNotFoundError)
 
 
 def patch_module(module: ModuleType) -> None:
-    """Apply sb3-a3c's patch to ``module`` if there is one for it."""
-    patch = PATCHES.get(module.__name__)
-    if patch is not None:
-        patch(module)
+    """Apply sb3-a3c's patch to ``module`` if there is one for it (``startup.PATCHED_MODULES``)."""
+    patch_name = PATCHED_MODULES.get(module.__name__)
+    if patch_name is not None:
+        getattr(sys.modules[__name__], patch_name)(module)
 
 
 def register() -> None:

@@ -3,7 +3,7 @@ Imported at interpreter start-up by ``sb3_a3c_zoo.pth``: install an import hook 
 
 Only the standard library is imported here: Python processes that never import rl_zoo3 pay for
 one small module and one entry in ``sys.meta_path``. When a module listed in
-``registration.PATCHES`` is imported, the hook runs its patch right after the module's own code.
+``PATCHED_MODULES`` is imported, the hook runs its patch right after the module's own code.
 When such a module is run with ``python -m`` (``rl_zoo3.push_to_hub``, ``rl_zoo3.load_from_hub``),
 it is imported (and patched) first, then only its ``if __name__ == "__main__":`` block runs.
 """
@@ -15,17 +15,15 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-# Modules completed by sb3_a3c.zoo.registration (kept in step with registration.PATCHES by a test)
-PATCHED_MODULES = frozenset(
-    {
-        "rl_zoo3.utils",
-        "rl_zoo3.exp_manager",
-        "rl_zoo3.hyperparams_opt",
-        "rl_zoo3.push_to_hub",
-        "rl_zoo3.load_from_hub",
-        "huggingface_sb3.push_to_hub",
-    }
-)
+# The modules sb3_a3c.zoo.registration completes, and the name of its function that does it
+PATCHED_MODULES = {
+    "rl_zoo3.utils": "register_algorithms",
+    "rl_zoo3.exp_manager": "use_our_hyperparameter_files",
+    "rl_zoo3.hyperparams_opt": "register_samplers",
+    "huggingface_sb3.push_to_hub": "fix_huggingface_sb3_push_to_hub",
+    "rl_zoo3.push_to_hub": "fix_rl_zoo3_push_to_hub",
+    "rl_zoo3.load_from_hub": "fix_rl_zoo3_load_from_hub",
+}
 
 _RUN_AS_MAIN = """
 from sb3_a3c.zoo.startup import run_main_block

@@ -1,6 +1,6 @@
 """
 What one A3C actor-learner does, in its own process. Starting, watching and stopping the processes
-is ``worker_pool``'s job, not this module's.
+is ``worker_pool``'s job, not this module's; the maths of an update is ``update.apply_update``.
 """
 
 import copy
@@ -12,17 +12,13 @@ from multiprocessing.sharedctypes import Synchronized
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import Schedule
-from stable_baselines3.common.utils import explained_variance, set_random_seed, update_learning_rate
+from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
-from sb3_a3c.common.losses import actor_critic_loss
-from sb3_a3c.common.messages import RolloutReport
-from sb3_a3c.common.rollouts import RolloutCollector
-from sb3_a3c.common.worker_envs import make_worker_env
-
-
-class NonFiniteLossError(RuntimeError):
-    """A worker computed a NaN or infinite loss or gradient; the shared model was left untouched."""
+from sb3_a3c.a3c.reporting import RolloutReport
+from sb3_a3c.a3c.rollout_collector import RolloutCollector
+from sb3_a3c.a3c.update import apply_update
+from sb3_a3c.a3c.worker_envs import make_worker_env
 
 
 @dataclass
@@ -85,32 +81,10 @@ class ActorLearnerJob:
         return self.stop_event.is_set() or self.global_step_counter.value >= self.total_timesteps
 
 
-def apply_gradients_to_shared_policy(
-    local_policy: th.nn.Module,
-    shared_policy: th.nn.Module,
-    shared_optimizer: th.optim.Optimizer,
-    learning_rate: float,
-    update_lock: multiprocessing.synchronize.Lock,
-) -> None:
-    """
-    Step the shared optimizer with the gradient held by ``local_policy`` (and with nothing else).
-
-    The local gradients must come from a single ``backward()`` after ``zero_grad(set_to_none=True)``:
-    the classic PyTorch A3C code skipped that reset, so under torch >= 2 its local gradients summed
-    up over all past updates.
-    """
-    for local_param, shared_param in zip(local_policy.parameters(), shared_policy.parameters()):
-        shared_param.grad = local_param.grad
-    update_learning_rate(shared_optimizer, learning_rate)
-    with update_lock:
-        shared_optimizer.step()
-    shared_optimizer.zero_grad(set_to_none=True)
-
-
 def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[RolloutReport], None]) -> None:
     """
-    The A3C actor-learner loop: sync with the shared policy, collect ``n_steps`` per env, compute the loss,
-    apply its gradient to the shared policy with the shared optimizer. Repeat until stopped.
+    The A3C actor-learner loop: sync with the shared policy, collect ``n_steps`` per env, apply the
+    gradient of the rollout's loss to the shared policy with the shared optimizer. Repeat until stopped.
 
     :param job: the shared model, optimizer, counters and hyperparameters
     :param rank: this worker's index
@@ -118,7 +92,7 @@ def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Ro
     """
     set_random_seed(job.worker_seeds[rank])
     # torch.distributions re-checks the policy's logits and actions on every call (~12% of acting time);
-    # a NaN still surfaces, as the non-finite loss below. This process only runs this loop.
+    # a NaN still surfaces, as a non-finite loss. This process only runs this loop.
     th.distributions.Distribution.set_default_validate_args(False)
     env = make_worker_env(job.training_env, job.worker_env_indices(rank))
     env.seed(job.worker_seeds[rank])
@@ -135,26 +109,18 @@ def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Ro
         with job.global_step_counter.get_lock():
             job.global_step_counter.value += steps_per_update
 
-        # Loss of this rollout, and its gradient (only its gradient) on the local policy
-        local_policy.set_training_mode(True)
-        rollout_data = next(collector.rollout_buffer.get(batch_size=None))
-        losses = actor_critic_loss(
-            local_policy, rollout_data, env.action_space, job.ent_coef, job.vf_coef, job.normalize_advantage
-        )
-        local_policy.zero_grad(set_to_none=True)
-        losses.loss.backward()
-        grad_norm = th.nn.utils.clip_grad_norm_(local_policy.parameters(), job.max_grad_norm)
-        if not (th.isfinite(losses.loss) and th.isfinite(grad_norm)):
-            raise NonFiniteLossError(
-                f"worker {rank}: non-finite loss ({losses.loss.item()}) or gradient norm ({grad_norm.item()}) "
-                f"at global step {job.global_step_counter.value}; the shared parameters were not updated. "
-                "Check the env's rewards and observations (VecCheckNan(raise_exception=True) finds the step)."
-            )
-
-        # Write the gradient to the shared policy and step the shared optimizer
-        learning_rate = job.lr_schedule(job.progress_remaining())
-        apply_gradients_to_shared_policy(
-            local_policy, job.shared_policy, job.shared_policy.optimizer, learning_rate, job.update_lock
+        # Loss, gradient, and the shared optimizer's step
+        metrics = apply_update(
+            local_policy,
+            job.shared_policy,
+            collector.rollout_buffer,
+            env.action_space,
+            job.ent_coef,
+            job.vf_coef,
+            job.max_grad_norm,
+            job.normalize_advantage,
+            learning_rate=job.lr_schedule(job.progress_remaining()),
+            update_lock=job.update_lock,
         )
 
         send_report(
@@ -162,13 +128,7 @@ def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Ro
                 worker_rank=rank,
                 n_steps=steps_per_update,
                 episode_infos=episode_infos,
-                policy_loss=losses.policy_loss,
-                value_loss=losses.value_loss,
-                entropy_loss=losses.entropy_loss,
-                explained_variance=float(
-                    explained_variance(collector.rollout_buffer.values.flatten(), collector.rollout_buffer.returns.flatten())
-                ),
-                grad_norm=grad_norm.item(),
+                metrics=metrics,
                 normalization_stats=_normalization_stats(env) if rank == 0 else None,
             )
         )

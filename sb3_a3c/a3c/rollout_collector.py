@@ -1,68 +1,38 @@
-"""Rollout collection for one actor-learner, reusing SB3's and sb3-contrib's ``collect_rollouts``."""
+"""Rollout collection for one A3C actor-learner, reusing SB3's and sb3-contrib's ``collect_rollouts``."""
 
 from typing import Any
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
-from sb3_contrib.common.recurrent.buffers import RecurrentDictRolloutBuffer, RecurrentRolloutBuffer
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
-from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from sb3_contrib.ppo_recurrent import RecurrentPPO
-from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_a3c.common.buffers import initial_lstm_states, make_rollout_buffer
+
 # Keys of a finished episode's ``info`` that the main process needs (episode statistics, success)
 EPISODE_INFO_KEYS = ("episode", "is_success", "TimeLimit.truncated")
 
-
-def make_rollout_buffer(
-    policy: ActorCriticPolicy,
-    n_steps: int,
-    n_envs: int,
-    gamma: float,
-    gae_lambda: float,
-    device: th.device,
-) -> RolloutBuffer:
-    """
-    Create the SB3 rollout buffer that fits ``policy``: sb3-contrib's recurrent buffer for LSTM policies.
-
-    :param policy: the policy that will fill the buffer
-    :param n_steps: steps per env in one rollout
-    :param n_envs: number of envs stepped together
-    :param gamma: discount factor
-    :param gae_lambda: GAE lambda (1 gives the classic n-step advantage)
-    :param device: where the samples are returned
-    """
-    observation_space, action_space = policy.observation_space, policy.action_space
-    if isinstance(policy, RecurrentActorCriticPolicy):
-        lstm = policy.lstm_actor
-        hidden_state_shape = (n_steps, lstm.num_layers, n_envs, lstm.hidden_size)
-        buffer_class = RecurrentDictRolloutBuffer if isinstance(observation_space, spaces.Dict) else RecurrentRolloutBuffer
-        return buffer_class(
-            n_steps,
-            observation_space,
-            action_space,
-            hidden_state_shape,
-            device,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            n_envs=n_envs,
-        )
-    buffer_class = DictRolloutBuffer if isinstance(observation_space, spaces.Dict) else RolloutBuffer
-    return buffer_class(n_steps, observation_space, action_space, device, gamma=gamma, gae_lambda=gae_lambda, n_envs=n_envs)
-
-
-def initial_lstm_states(policy: RecurrentActorCriticPolicy, n_envs: int, device: th.device) -> RNNStates:
-    """Zero LSTM states for actor and critic, shaped as ``RecurrentPPO`` keeps them."""
-    lstm = policy.lstm_actor
-    shape = (lstm.num_layers, n_envs, lstm.hidden_size)
-    return RNNStates(
-        (th.zeros(shape, device=device), th.zeros(shape, device=device)),
-        (th.zeros(shape, device=device), th.zeros(shape, device=device)),
-    )
+# The attributes of ``self`` that SB3's ``OnPolicyAlgorithm.collect_rollouts`` and sb3-contrib's
+# ``RecurrentPPO.collect_rollouts`` read or write (private ones included). ``RolloutCollector`` provides
+# each of them; tests/test_rollout_collector.py fails when a new SB3 release uses another one.
+COLLECT_ROLLOUTS_ATTRIBUTES = frozenset(
+    {
+        "_last_episode_starts",
+        "_last_lstm_states",
+        "_last_obs",
+        "_update_info_buffer",
+        "action_space",
+        "device",
+        "gamma",
+        "num_timesteps",
+        "policy",
+        "sde_sample_freq",
+        "use_sde",
+    }
+)
 
 
 class _NoCallback:
@@ -87,7 +57,8 @@ class RolloutCollector:
 
     ``collect()`` calls ``OnPolicyAlgorithm.collect_rollouts`` (``RecurrentPPO.collect_rollouts`` for
     LSTM policies) on this object, so action clipping, time-limit bootstrapping, LSTM state carrying
-    and the GAE of the buffer are exactly SB3's.
+    and the GAE of the buffer are exactly SB3's. The attributes those functions use are listed in
+    ``COLLECT_ROLLOUTS_ATTRIBUTES``.
 
     :param policy: the policy that acts (the worker's local copy)
     :param env: the environment it steps
@@ -122,8 +93,7 @@ class RolloutCollector:
         self.rollout_buffer = make_rollout_buffer(policy, n_steps, env.num_envs, gamma, gae_lambda, self.device)
         self._last_obs = env.reset()
         self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
-        if self.recurrent:
-            self._last_lstm_states = initial_lstm_states(policy, env.num_envs, self.device)  # type: ignore[arg-type]
+        self._last_lstm_states = initial_lstm_states(policy, env.num_envs, self.device) if self.recurrent else None  # type: ignore[arg-type]
         self._collect_rollouts = RecurrentPPO.collect_rollouts if self.recurrent else OnPolicyAlgorithm.collect_rollouts
         self._callback = _NoCallback()
         self.finished_episode_infos: list[dict[str, Any]] = []

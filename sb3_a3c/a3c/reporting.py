@@ -1,19 +1,32 @@
 """
-Turn the asynchronous reports of A3C workers into the main-process view SB3 users know: the
-``num_timesteps`` counter, one ``callback.on_step()`` per ``n_envs`` environment steps, a rollout
-(``on_rollout_end`` / ``on_rollout_start``, train metrics, log dump) per ``n_workers`` worker updates.
+What A3C workers report after each update, and how the main process turns those asynchronous reports
+into the view SB3 users know: the ``num_timesteps`` counter, one ``callback.on_step()`` per ``n_envs``
+environment steps, a rollout (``on_rollout_end`` / ``on_rollout_start``, train metrics, log dump) per
+``n_workers`` worker updates.
 """
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
-from sb3_a3c.common.messages import RolloutReport
+from sb3_a3c.a3c.update import UpdateMetrics
+from sb3_a3c.common.train_logging import record_train_metrics
 
-if TYPE_CHECKING:
-    from sb3_a3c.a3c.a3c import A3C
+
+@dataclass
+class RolloutReport:
+    """One finished update of one actor-learner: what it collected and the loss it applied."""
+
+    worker_rank: int
+    # Environment steps collected for this update (over all the worker's envs)
+    n_steps: int
+    metrics: UpdateMetrics
+    episode_infos: list[dict[str, Any]] = field(default_factory=list)
+    # Observation/return statistics of the worker's VecNormalize, when it has one
+    normalization_stats: Any = None
 
 
 class WorkerReportHandler:
@@ -24,7 +37,7 @@ class WorkerReportHandler:
     ``n_steps * n_envs`` environment steps: the same amount of experience as one iteration of SB3's A2C
     with the same VecEnv.
 
-    :param model: the algorithm being trained
+    :param model: the algorithm being trained (its counters, info buffer and logger are updated)
     :param n_workers: the number of worker processes
     :param callback: the callback given to ``learn()`` (already initialised by ``_setup_learn``)
     :param log_interval: dump the logs every ``log_interval`` iterations
@@ -32,7 +45,12 @@ class WorkerReportHandler:
     """
 
     def __init__(
-        self, model: "A3C", n_workers: int, callback: BaseCallback, log_interval: int | None, total_timesteps: int
+        self,
+        model: OnPolicyAlgorithm,
+        n_workers: int,
+        callback: BaseCallback,
+        log_interval: int | None,
+        total_timesteps: int,
     ) -> None:
         self.model = model
         self.n_workers = n_workers
@@ -87,15 +105,18 @@ class WorkerReportHandler:
         self.iteration += 1
         model._update_current_progress_remaining(model.num_timesteps, self.total_timesteps)
         model._update_learning_rate(model.policy.optimizer)
-        reports, self._iteration_reports = self._iteration_reports, []
-        model.logger.record("train/n_updates", model._n_updates, exclude="tensorboard")
-        model.logger.record("train/explained_variance", float(np.mean([r.explained_variance for r in reports])))
-        model.logger.record("train/entropy_loss", float(np.mean([r.entropy_loss for r in reports])))
-        model.logger.record("train/policy_loss", float(np.mean([r.policy_loss for r in reports])))
-        model.logger.record("train/value_loss", float(np.mean([r.value_loss for r in reports])))
-        model.logger.record("train/grad_norm", float(np.mean([r.grad_norm for r in reports])))
-        if hasattr(model.policy, "log_std"):
-            model.logger.record("train/std", th.exp(model.policy.log_std).mean().item())
+        metrics = [report.metrics for report in self._iteration_reports]
+        self._iteration_reports = []
+        record_train_metrics(
+            model.logger,
+            model.policy,
+            n_updates=model._n_updates,
+            explained_variance=float(np.mean([m.explained_variance for m in metrics])),
+            entropy_loss=float(np.mean([m.entropy_loss for m in metrics])),
+            policy_loss=float(np.mean([m.policy_loss for m in metrics])),
+            value_loss=float(np.mean([m.value_loss for m in metrics])),
+            grad_norm=float(np.mean([m.grad_norm for m in metrics])),
+        )
         if self.log_interval is not None and self.iteration % self.log_interval == 0:
             model.dump_logs(self.iteration)
         self.callback.on_rollout_start()

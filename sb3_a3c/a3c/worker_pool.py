@@ -1,6 +1,6 @@
 """
-Start, watch and stop worker processes. What a worker computes lives in ``worker``; this module only
-knows processes, pipes and signals.
+Start, watch and stop worker processes. What a worker computes lives in ``actor_learner``; this module
+only knows processes, pipes and signals.
 
 Workers are forked (not spawned): they inherit the shared model and the user's environments, which
 cannot be pickled. Each worker reports through its own pipe, and the main process waits on the pipes
@@ -15,23 +15,27 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any
 
 import torch as th
 
-from sb3_a3c.common.messages import WorkerFailure
-
 WorkerTarget = Callable[[int, Callable[[Any], None]], None]
+
+
+@dataclass
+class WorkerFailure:
+    """An exception raised in a worker, with its formatted traceback (sent in place of a report)."""
+
+    worker_rank: int
+    description: str
+    traceback: str
 
 
 class WorkerError(RuntimeError):
     """A worker process raised an exception or died; the message says which worker and why."""
-
-
-def fork_is_available() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _worker_process_main(

@@ -20,6 +20,10 @@ class SharedOptimizerMixin:
     param_groups: list[dict[str, Any]]
     state: dict[th.Tensor, dict[str, Any]]
 
+    def __init__(self, params: Any, **kwargs: Any) -> None:
+        super().__init__(params, **kwargs)  # type: ignore[call-arg]
+        self.share_memory()
+
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
         raise NotImplementedError
 
@@ -57,10 +61,6 @@ class SharedRMSprop(SharedOptimizerMixin, th.optim.RMSprop):
     Takes the same arguments as ``torch.optim.RMSprop``.
     """
 
-    def __init__(self, params: Any, **kwargs: Any) -> None:
-        super().__init__(params, **kwargs)
-        self.share_memory()
-
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
         return _rmsprop_state(param, group, square_avg=th.zeros_like(param, memory_format=th.preserve_format))
 
@@ -74,10 +74,6 @@ class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
     Takes the same arguments as ``RMSpropTFLike``.
     """
 
-    def __init__(self, params: Any, **kwargs: Any) -> None:
-        super().__init__(params, **kwargs)
-        self.share_memory()
-
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
         return _rmsprop_state(param, group, square_avg=th.ones_like(param, memory_format=th.preserve_format))
 
@@ -88,10 +84,6 @@ class SharedAdam(SharedOptimizerMixin, th.optim.Adam):
 
     Takes the same arguments as ``torch.optim.Adam``.
     """
-
-    def __init__(self, params: Any, **kwargs: Any) -> None:
-        super().__init__(params, **kwargs)
-        self.share_memory()
 
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
         state = {
@@ -125,5 +117,5 @@ def shared_optimizer_class(optimizer_class: type[th.optim.Optimizer]) -> type[th
         f"policy_kwargs['optimizer_class']={optimizer_class!r} cannot be shared between A3C workers. "
         "Allowed: th.optim.RMSprop, RMSpropTFLike, th.optim.Adam (replaced by sb3_a3c.SharedRMSprop / "
         "SharedRMSpropTFLike / SharedAdam), "
-        "or a subclass of sb3_a3c.common.shared_optimizers.SharedOptimizerMixin."
+        "or a subclass of sb3_a3c.a3c.shared_optimizers.SharedOptimizerMixin."
     )
