@@ -12,10 +12,11 @@ given to ``--plot``, on the same axes.
     python benchmarks/pong.py --algo a2c --minutes 30
     python benchmarks/pong.py --plot benchmarks/results/pong_a3c.csv benchmarks/results/pong_a2c.csv
     python benchmarks/pong.py --algo a3c --env CartPole-v1 --minutes 1.5 --eval-freq 5000
+    python benchmarks/pong.py --algo a3c --hyperparams policy:"'CnnTwoHeadPolicy'" vf_coef:0.5 policy_kwargs:"dict()"
 
-To extend a run past one session, resume from the model the Zoo saved when it was stopped (the Zoo's
-``-i``, optimizer statistics included) and append to its CSV, shifting the new rows by the earlier run's
-wall clock and steps:
+To extend a stopped run, resume from the model the Zoo saved when it was stopped (the Zoo's ``-i``,
+optimizer statistics included) and append to its CSV, shifting the new rows by the stopped run's wall
+clock and steps:
 
     python benchmarks/pong.py --algo a3c --minutes 90 --eval-freq 200000 \
         --resume-from LOGDIR/a3c/PongNoFrameskip-v4_1/PongNoFrameskip-v4.zip --resume-after-seconds 8100 \
@@ -46,12 +47,15 @@ def record(
     output: Path,
     resume_from: Path | None = None,
     resume_after_seconds: float = 0.0,
+    hyperparams: list[str] | None = None,
 ) -> None:
     log_folder = Path(tempfile.mkdtemp(prefix=f"{env_id}_{algo}_"))
     command = [
         sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "-f", str(log_folder),
         "--eval-freq", str(eval_freq), "--eval-episodes", "10", "--seed", "0",
     ]  # fmt: skip
+    if hyperparams:
+        command += ["--hyperparams", *hyperparams]
     earlier_rows: list[dict] = []
     seconds_offset, steps_offset = 0.0, 0
     if resume_from is not None:
@@ -151,6 +155,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--resume-from", type=Path, default=None, help="a model .zip the Zoo saved; rows go after --output's")
     parser.add_argument("--resume-after-seconds", type=float, default=0.0, help="wall clock of the run that saved it")
+    parser.add_argument("--hyperparams", nargs="+", default=None, help="the Zoo's own overrides of the shipped entry")
     args = parser.parse_args()
     if args.plot:
         default_name = "pong_learning_curves.png" if args.env == "PongNoFrameskip-v4" else f"{args.env}_learning_curves.png"
@@ -158,7 +163,16 @@ def main() -> None:
     else:
         default_name = f"pong_{args.algo}.csv" if args.env == "PongNoFrameskip-v4" else f"{args.env}_{args.algo}_curve.csv"
         output = args.output or RESULTS / default_name
-        record(args.algo, args.env, args.minutes, args.eval_freq, output, args.resume_from, args.resume_after_seconds)
+        record(
+            args.algo,
+            args.env,
+            args.minutes,
+            args.eval_freq,
+            output,
+            args.resume_from,
+            args.resume_after_seconds,
+            args.hyperparams,
+        )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """
 Run every RL Zoo command a user runs with ``--algo a3c`` (small budgets, CartPole-v1) in a fresh folder,
 and print the last line each one printed. The Hub commands go to the local Hub-compatible server of
-the tests (``tests/fake_hub.py``), so nothing leaves the machine.
+the tests (``tests/helpers/fake_hub_server.py``), so nothing leaves the machine.
 
     python benchmarks/zoo_commands.py
 
@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
-from fake_hub import FakeHub
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "helpers"))
+from fake_hub_server import FakeHub
 
 COMMANDS = [
     "python -m rl_zoo3.train --algo a3c --env CartPole-v1 --eval-freq 5000 -n 30000",

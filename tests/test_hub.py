@@ -12,7 +12,7 @@ import yaml
 
 from sb3_a3c import A3C
 
-from .fake_hub import FakeHub
+from .helpers.fake_hub_server import FakeHub
 
 ORGANIZATION = "sb3-a3c-tests"
 

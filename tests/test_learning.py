@@ -13,10 +13,8 @@ REWARD_THRESHOLD = 400
 @pytest.mark.parametrize(
     "policy, policy_kwargs, budget",
     [
-        # When the budgets were chosen (2 cores, seeds 0-2), MlpPolicy reached 400 at ~10k steps,
-        # this LSTM at 17k-44k steps (the README's main job uses it: sb3-contrib's default 256-unit pair is less reliable).
-        # Two asynchronous workers do not repeat a run exactly: one CI run of the LSTM peaked at 327 within
-        # 150k steps, hence its larger budget (training stops as soon as 400 is reached).
+        # Budgets several times the steps these runs typically need (about 10k for the MLP, 20k-50k for the
+        # LSTM): asynchronous workers do not repeat a run exactly, and training stops as soon as 400 is reached.
         ("MlpPolicy", {}, 100_000),
         ("MlpLstmPolicy", dict(lstm_hidden_size=64, enable_critic_lstm=False), 300_000),
     ],

@@ -1,10 +1,15 @@
-"""save/load round trips through SB3's zip format, optimizer statistics included, and training resumes."""
+"""save/load round trips through SB3's zip format (optimizer statistics included), resume, and clear errors for bad files."""
+
+import subprocess
+import sys
+import zipfile
 
 import numpy as np
+import pytest
 import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 
-from sb3_a3c import A3C, SharedRMSprop
+from sb3_a3c import A3C, SharedRMSprop, SyncA2C
 
 
 def sample_observations(n: int = 16) -> np.ndarray:
@@ -74,3 +79,68 @@ def test_reset_num_timesteps_starts_counting_again():
     model.learn(500)
     model.learn(500)
     assert 500 <= model.num_timesteps <= 520
+
+
+def test_resume_in_a_fresh_process_continues_steps_and_optimizer_statistics(tmp_path):
+    model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=10, seed=0)
+    model.learn(1_000)
+    model.save(tmp_path / "mid_run.zip")
+    saved_step = int(next(iter(model.policy.optimizer.state.values()))["step"].item())
+    code = (
+        "from sb3_a3c import A3C; from stable_baselines3.common.env_util import make_vec_env;"
+        f"m = A3C.load({str(tmp_path / 'mid_run.zip')!r}, env=make_vec_env('CartPole-v1', n_envs=2));"
+        "m.learn(1000, reset_num_timesteps=False);"
+        "print(m.num_timesteps, int(next(iter(m.policy.optimizer.state.values()))['step'].item()))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    num_timesteps, step = map(int, result.stdout.split()[-2:])
+    assert model.num_timesteps + 1000 <= num_timesteps <= model.num_timesteps + 1020
+    assert step == saved_step + (num_timesteps - model.num_timesteps) // 10
+
+
+@pytest.mark.parametrize("algorithm", [A3C, SyncA2C])
+def test_damaged_model_zip_error_names_the_file(tmp_path, algorithm):
+    path = tmp_path / "model.zip"
+    algorithm("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), n_steps=8).save(path)
+    content = path.read_bytes()
+    truncated = tmp_path / "truncated.zip"
+    truncated.write_bytes(content[: len(content) // 2])
+    with pytest.raises(ValueError, match=f"Cannot load a {algorithm.__name__} model from {truncated}"):
+        algorithm.load(truncated)
+    not_a_zip = tmp_path / "not_a_zip.zip"
+    not_a_zip.write_text("hello")
+    with pytest.raises(ValueError, match=f"{not_a_zip}.*(wasn't a zip-file|truncated or is not a model zip)"):
+        algorithm.load(not_a_zip)
+
+
+def test_loading_into_env_with_other_observation_space_names_both_spaces(tmp_path):
+    A3C("MlpPolicy", "CartPole-v1", n_envs=1).save(tmp_path / "cartpole.zip")
+    with pytest.raises(ValueError, match="Observation spaces do not match") as error:
+        A3C.load(tmp_path / "cartpole.zip", env=make_vec_env("Pendulum-v1", n_envs=1))
+    assert "(4,)" in str(error.value) and "(3,)" in str(error.value)  # CartPole's and Pendulum's spaces
+
+
+@pytest.mark.parametrize("algorithm", [A3C, SyncA2C])
+def test_zip_whose_parameters_do_not_fit_gets_sb3s_own_message(tmp_path, algorithm):
+    """A readable model zip whose policy.pth belongs to another network is not reported as a damaged file."""
+    small = tmp_path / "small.zip"
+    large = tmp_path / "large.zip"
+    env = make_vec_env("CartPole-v1", n_envs=2)
+    algorithm("MlpPolicy", env, n_steps=8, policy_kwargs=dict(net_arch=[8])).save(small)
+    algorithm("MlpPolicy", env, n_steps=8, policy_kwargs=dict(net_arch=[16])).save(large)
+    mixed = tmp_path / "mixed.zip"
+    with zipfile.ZipFile(small) as small_zip, zipfile.ZipFile(large) as large_zip, zipfile.ZipFile(mixed, "w") as out:
+        for name in small_zip.namelist():
+            source = large_zip if name == "policy.pth" else small_zip
+            out.writestr(name, source.read(name))
+    with pytest.raises(RuntimeError, match="size mismatch") as error:
+        algorithm.load(mixed)
+    assert "truncated" not in str(error.value)
+
+
+def test_zip_that_is_not_a_model_names_what_is_missing(tmp_path):
+    archive = tmp_path / "archive.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("notes.txt", "not a model")
+    with pytest.raises(ValueError, match=rf"Cannot load a A3C model from {archive}: it is a zip but not a model"):
+        A3C.load(archive)

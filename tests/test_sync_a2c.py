@@ -134,7 +134,7 @@ def test_two_head_policy_has_separate_512_unit_heads_on_nature_cnn_convolutions(
 @pytest.mark.parametrize(
     "policy, policy_kwargs, budget",
     [
-        # When the budgets were chosen (seeds 0-2), 400 was reached at 10k-35k (MLP) and 15k-20k (LSTM) steps
+        # Budgets several times the 10k-35k steps these runs need to reach 400 (seeds 0-2)
         ("MlpPolicy", {}, 150_000),
         ("MlpLstmPolicy", dict(lstm_hidden_size=64, enable_critic_lstm=False), 150_000),
     ],

@@ -9,7 +9,7 @@ import pytest
 from huggingface_hub import HfApi, constants, hf_hub_download
 from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
-from tests.fake_hub import FakeHub
+from tests.helpers.fake_hub_server import FakeHub
 
 TOKEN = "hf_dummy"
 REPO_ID = "fake-user/a3c-CartPole-v1"
