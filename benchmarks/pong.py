@@ -1,15 +1,16 @@
 """
 Learning curve in wall-clock time on PongNoFrameskip-v4 (or ``--env``), from the exact RL Zoo user command.
 
-Runs ``python -m rl_zoo3.train --algo ALGO --env ENV -f LOGDIR --eval-freq F
---eval-episodes 10 --seed 0``, stops it with Ctrl-C (SIGINT, as a user would; the Zoo then saves the
-model) after ``--minutes``, and records each evaluation with the wall-clock second at which it
-appeared. Note: on Atari the Zoo's evaluation samples actions (``deterministic=False``), as it does
-for every algorithm. Writes CSV (wall_clock_s, steps, eval_mean, eval_std), and a PNG of all CSVs
-given to ``--plot``, on the same axes.
+Runs ``python -m rl_zoo3.train --algo ALGO --env ENV -f LOGDIR --seed SEED`` (the bare command: the Zoo's
+own evaluation every 25k steps, 5 episodes), or with ``--eval-freq F --eval-episodes 10`` when
+``--eval-freq`` is given; stops it with Ctrl-C (SIGINT, as a user would; the Zoo then saves the model)
+after ``--minutes``, and records each evaluation with the wall-clock second at which it appeared. Note:
+on Atari the Zoo's evaluation samples actions (``deterministic=False``), as it does for every algorithm.
+Writes CSV (wall_clock_s, steps, eval_mean, eval_std), the training episodes of the Zoo's Monitor files
+to ``*_episodes.csv`` (wall_clock_s, reward, length), and a PNG of all CSVs given to ``--plot``.
 
-    python benchmarks/pong.py --algo a3c --minutes 30
-    python benchmarks/pong.py --algo a2c --minutes 30
+    python benchmarks/pong.py --algo a3c --minutes 30 --seed 0
+    python benchmarks/pong.py --algo a2c --minutes 30 --seed 0
     python benchmarks/pong.py --plot benchmarks/results/pong_a3c.csv benchmarks/results/pong_a2c.csv
     python benchmarks/pong.py --algo a3c --env CartPole-v1 --minutes 1.5 --eval-freq 5000
     python benchmarks/pong.py --algo a3c --hyperparams policy:"'CnnTwoHeadPolicy'" vf_coef:0.5 policy_kwargs:"dict()"
@@ -25,6 +26,7 @@ clock and steps:
 
 import argparse
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -43,17 +45,19 @@ def record(
     algo: str,
     env_id: str,
     minutes: float,
-    eval_freq: int,
+    eval_freq: int | None,
     output: Path,
     resume_from: Path | None = None,
     resume_after_seconds: float = 0.0,
     hyperparams: list[str] | None = None,
+    seed: int = 0,
 ) -> None:
     log_folder = Path(tempfile.mkdtemp(prefix=f"{env_id}_{algo}_"))
     command = [
-        sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "-f", str(log_folder),
-        "--eval-freq", str(eval_freq), "--eval-episodes", "10", "--seed", "0",
+        sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "-f", str(log_folder), "--seed", str(seed),
     ]  # fmt: skip
+    if eval_freq is not None:
+        command += ["--eval-freq", str(eval_freq), "--eval-episodes", "10"]
     if hyperparams:
         command += ["--hyperparams", *hyperparams]
     earlier_rows: list[dict] = []
@@ -67,6 +71,7 @@ def record(
     rows: list[dict] = []
     print(" ".join(command[1:]), flush=True)
     start = time.monotonic()
+    start_epoch = time.time()
     # SIGINT back to its default: a shell starting this script in the background (nohup ... &) ignores
     # it, the child would inherit that, and the Zoo would never get its KeyboardInterrupt
     process = subprocess.Popen(
@@ -106,7 +111,23 @@ def record(
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
     write_rows(output, earlier_rows + rows)
-    print(f"wrote {output} (logs in {log_folder})")
+    episodes_output = output.with_name(f"{output.stem}_episodes.csv")
+    write_training_episodes(log_folder, start_epoch - seconds_offset, episodes_output)
+    print(f"wrote {output} and {episodes_output} (logs in {log_folder})")
+
+
+def write_training_episodes(log_folder: Path, start_epoch: float, output: Path) -> None:
+    """The episodes of the Zoo's training Monitor files, with the wall-clock second they ended at."""
+    episodes = []
+    for monitor_file in log_folder.glob("*/*/*.monitor.csv"):
+        with monitor_file.open() as file:
+            t_start = json.loads(file.readline().removeprefix("#"))["t_start"]
+            for row in csv.DictReader(file):
+                episodes.append((round(t_start + float(row["t"]) - start_epoch, 1), float(row["r"]), int(row["l"])))
+    with output.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["wall_clock_s", "reward", "length"])
+        writer.writerows(sorted(episodes))
 
 
 def write_rows(output: Path, rows: list[dict]) -> None:
@@ -150,7 +171,8 @@ def main() -> None:
     parser.add_argument("--algo", default="a3c")
     parser.add_argument("--env", default="PongNoFrameskip-v4")
     parser.add_argument("--minutes", type=float, default=30)
-    parser.add_argument("--eval-freq", type=int, default=50_000, help="evaluate every this many env steps")
+    parser.add_argument("--eval-freq", type=int, default=None, help="evaluate every this many env steps (default: the Zoo's)")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plot", type=Path, nargs="*", help="CSV files to draw on the same axes instead of training")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--resume-from", type=Path, default=None, help="a model .zip the Zoo saved; rows go after --output's")
@@ -172,6 +194,7 @@ def main() -> None:
             args.resume_from,
             args.resume_after_seconds,
             args.hyperparams,
+            args.seed,
         )
 
 

@@ -6,3 +6,6 @@ while parsing arguments. A ``.pth`` file installed with the package imports ``sb
 when Python starts; that module only installs an import hook (standard library only, nothing heavy),
 which completes rl_zoo3's modules right after they are imported (``registration``).
 """
+
+# The Zoo names of our algorithms, and where their classes live
+ZOO_ALGORITHMS = {"a3c": ("sb3_a3c.a3c", "A3C"), "sync_a2c": ("sb3_a3c.sync_a2c", "SyncA2C")}

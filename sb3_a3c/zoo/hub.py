@@ -15,7 +15,7 @@ from huggingface_hub import ModelCardData
 from huggingface_hub.repocard import metadata_eval_result
 
 from sb3_a3c.version import __version__
-from sb3_a3c.zoo.registration import ZOO_ALGORITHMS
+from sb3_a3c.zoo import ZOO_ALGORITHMS
 
 # Zoo name -> class name of our algorithms
 ALGORITHM_CLASSES = {algo: class_name for algo, (_, class_name) in ZOO_ALGORITHMS.items()}

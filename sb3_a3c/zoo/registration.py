@@ -18,10 +18,7 @@ import warnings
 from types import ModuleType
 from typing import Any
 
-from sb3_a3c.zoo.startup import PATCHED_MODULES
-
-# The Zoo names of our algorithms, and where their classes live
-ZOO_ALGORITHMS = {"a3c": ("sb3_a3c.a3c", "A3C"), "sync_a2c": ("sb3_a3c.sync_a2c", "SyncA2C")}
+from sb3_a3c.zoo import ZOO_ALGORITHMS
 
 # The releases the Hub fixes were written for: distribution -> (lowest version, first version not covered)
 WRITTEN_FOR = {"rl_zoo3": ((2, 9), (2, 10)), "sb3-team-hf-integration": ((3, 0), (4, 0))}
@@ -143,18 +140,16 @@ def fix_rl_zoo3_load_from_hub(load_from_hub: ModuleType) -> None:
     load_from_hub.HTTPError = (load_from_hub.HTTPError, EntryNotFoundError)
 
 
-def patch_module(module: ModuleType) -> None:
-    """Apply sb3-a3c's patch to ``module`` if there is one for it (``startup.PATCHED_MODULES``)."""
-    patch_name = PATCHED_MODULES.get(module.__name__)
-    if patch_name is not None:
-        getattr(sys.modules[__name__], patch_name)(module)
+def apply_patch(patch_name: str, module: ModuleType) -> None:
+    """Run this module's function ``patch_name`` on ``module`` (the names come from ``startup.PATCHED_MODULES``)."""
+    getattr(sys.modules[__name__], patch_name)(module)
 
 
 def register() -> None:
     """
     Register A3C and SyncA2C with rl_zoo3 explicitly (for scripts that use rl_zoo3 as a library in an
-    environment where the start-up hook is not installed). Patches the rl_zoo3 modules already imported.
+    environment where the start-up hook is not installed). Idempotent.
     """
-    for module_name in ("rl_zoo3.utils", "rl_zoo3.exp_manager", "rl_zoo3.hyperparams_opt"):
-        module = sys.modules.get(module_name) or importlib.import_module(module_name)
-        patch_module(module)
+    register_algorithms(importlib.import_module("rl_zoo3.utils"))
+    use_our_hyperparameter_files(importlib.import_module("rl_zoo3.exp_manager"))
+    register_samplers(importlib.import_module("rl_zoo3.hyperparams_opt"))

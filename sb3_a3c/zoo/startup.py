@@ -61,9 +61,9 @@ class _PatchingLoader:
 
     def exec_module(self, module: "ModuleType") -> None:
         self._loader.exec_module(module)
-        from sb3_a3c.zoo.registration import patch_module
+        from sb3_a3c.zoo.registration import apply_patch
 
-        patch_module(module)
+        apply_patch(PATCHED_MODULES[module.__name__], module)
 
     def get_code(self, fullname: str) -> "Any":
         # Only runpy (``python -m``) asks a loader for code; imports go through exec_module.
