@@ -1,6 +1,10 @@
 """SB3 callbacks and logging run in the main process with SB3's semantics."""
 
 import csv
+import fcntl
+import os
+import pickle
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +19,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 from sb3_a3c import A3C
+from sb3_a3c.a3c.reporting import RolloutReport
+from sb3_a3c.a3c.update import UpdateMetrics
 
 
 class CallCounter(BaseCallback):
@@ -138,3 +144,48 @@ def test_tensorboard_and_progress_bar(tmp_path):
     model.learn(1000, progress_bar=True)
     event_files = list(tmp_path.glob("A3C_1/events.out.tfevents.*"))
     assert event_files and event_files[0].stat().st_size > 0
+
+
+def pipe_capacity_bytes() -> int:
+    """What one worker's report pipe holds before the worker blocks in ``send``."""
+    reader, writer = os.pipe()
+    try:
+        return fcntl.fcntl(writer, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+    finally:
+        os.close(reader)
+        os.close(writer)
+
+
+class SlowCallbackOnce(BaseCallback):
+    """At ``at`` steps, holds the main process (as a long evaluation does) until the workers have collected
+    ``steps_while_held`` more steps, or ``timeout`` seconds have passed."""
+
+    def __init__(self, at: int, steps_while_held: int, timeout: float = 120.0):
+        super().__init__()
+        self.at, self.steps_while_held, self.timeout = at, steps_while_held, timeout
+        self.worker_steps_while_held: int | None = None
+        self.on_step_calls = 0
+
+    def _on_step(self) -> bool:
+        self.on_step_calls += 1
+        if self.worker_steps_while_held is None and self.num_timesteps >= self.at:
+            counter = self.model._global_step_counter
+            before, deadline = counter.value, time.monotonic() + self.timeout
+            while counter.value - before < self.steps_while_held and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.worker_steps_while_held = counter.value - before
+        return True
+
+
+def test_slow_callback_does_not_stop_the_workers_and_loses_no_report():
+    """Workers keep learning while a callback holds the main process, past what their pipes could buffer."""
+    n_envs, n_steps = 2, 5
+    report = RolloutReport(0, n_steps, UpdateMetrics(0.0, 0.0, 0.0, 0.0, 0.0), episode_infos=[{"episode": {"r": 1.0}}])
+    steps_the_pipes_hold = n_envs * (pipe_capacity_bytes() // len(pickle.dumps(report))) * n_steps
+    callback = SlowCallbackOnce(at=1000, steps_while_held=3 * steps_the_pipes_hold)
+    model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=n_envs, seed=0), n_steps=n_steps, seed=0)
+    model.learn(1000 + 5 * steps_the_pipes_hold, callback=callback)
+    assert callback.worker_steps_while_held >= 3 * steps_the_pipes_hold
+    # Every report reached the main process, in order: one on_step per n_envs steps, none missing
+    assert callback.on_step_calls == model.num_timesteps // n_envs
+    assert model._n_updates == model.num_timesteps // n_steps

@@ -11,7 +11,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
-from sb3_a3c import A3C
+from sb3_a3c import A3C, SyncA2C
 from sb3_a3c.common.torch_layers import ClassicA3CCNN, SmallAtariCNN
 
 gym.register_envs(ale_py)
@@ -142,3 +142,22 @@ def test_evaluate_policy_with_lstm_policy():
     model.learn(200)
     mean_reward, _ = evaluate_policy(model, make_vec_env("CartPole-v1", n_envs=1), n_eval_episodes=2)
     assert mean_reward > 0
+
+
+@pytest.mark.parametrize(
+    "policy, env_id, hidden_size", [("MlpLstmPolicy", "CartPole-v1", 64), ("CnnLstmPolicy", "PongNoFrameskip-v4", 256)]
+)
+def test_lstm_policies_default_to_one_actor_lstm(policy, env_id, hidden_size):
+    """One LSTM, the actor's; the critic is a dense layer on the features (what learns with A3C)."""
+    env = make_atari_env(env_id, n_envs=1, seed=0) if "NoFrameskip" in env_id else make_vec_env(env_id, n_envs=1)
+    for algorithm in (A3C, SyncA2C):
+        lstm_policy = algorithm(policy, env, seed=0, device="cpu").policy
+        assert lstm_policy.lstm_actor.hidden_size == hidden_size
+        assert lstm_policy.lstm_critic is None and not lstm_policy.shared_lstm
+        assert isinstance(lstm_policy.critic, th.nn.Linear)
+
+
+def test_explicit_lstm_kwargs_win_over_the_defaults():
+    model = A3C("MlpLstmPolicy", "CartPole-v1", n_envs=1, policy_kwargs=dict(lstm_hidden_size=32, enable_critic_lstm=True))
+    assert model.policy.lstm_actor.hidden_size == 32
+    assert model.policy.lstm_critic.hidden_size == 32

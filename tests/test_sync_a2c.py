@@ -136,7 +136,7 @@ def test_two_head_policy_has_separate_512_unit_heads_on_nature_cnn_convolutions(
     [
         # Budgets several times the 10k-35k steps these runs need to reach 400 (seeds 0-2)
         ("MlpPolicy", {}, 150_000),
-        ("MlpLstmPolicy", dict(lstm_hidden_size=64, enable_critic_lstm=False), 150_000),
+        ("MlpLstmPolicy", {}, 150_000),
     ],
 )
 def test_sync_a2c_learns_cartpole(policy: str, policy_kwargs: dict, budget: int):

@@ -267,6 +267,8 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         self._share_model()
         job = self._make_job(total_timesteps)
         self._update_lock = job.update_lock
+        # Steps the workers have collected, ahead of num_timesteps while reports wait to be handled
+        self._global_step_counter = job.global_step_counter
         report_handler = WorkerReportHandler(self, n_workers, callback, log_interval, total_timesteps)
 
         def describe_worker(rank: int) -> str:
@@ -283,7 +285,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
                         pool.request_stop()
         finally:
             th.set_num_threads(main_process_threads)
-            self._update_lock = None
+            self._update_lock = self._global_step_counter = None
             report_handler.finish()
 
         callback.on_training_end()
@@ -306,4 +308,4 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             lock.release()
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_update_lock"]
+        return [*super()._excluded_save_params(), "_update_lock", "_global_step_counter"]

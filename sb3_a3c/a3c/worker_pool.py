@@ -3,15 +3,19 @@ Start, watch and stop worker processes. What a worker computes lives in ``actor_
 only knows processes, pipes and signals.
 
 Workers are forked (not spawned): they inherit the shared model and the user's environments, which
-cannot be pickled. Each worker reports through its own pipe, and the main process waits on the pipes
-and on the process sentinels together, so a worker that raises or is killed is noticed at once.
+cannot be pickled. Each worker reports through its own pipe. A reader thread in the main process waits
+on the pipes and on the process sentinels together and moves every report to an in-memory queue as it
+arrives: a worker that raises or is killed is noticed at once, and no worker ever waits on a full pipe
+while the main thread runs a long callback (an evaluation).
 """
 
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.synchronize
+import queue
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -23,6 +27,9 @@ from typing import Any
 import torch as th
 
 WorkerTarget = Callable[[int, Callable[[Any], None]], None]
+
+# Put in the report queue by the reader thread once every worker has exited
+_ALL_WORKERS_EXITED = object()
 
 
 @dataclass
@@ -64,7 +71,9 @@ class WorkerPool:
     Run ``target(rank, send_report)`` in ``n_workers`` forked processes and relay what they send.
 
     Use as a context manager: leaving the ``with`` block (normally, on error or on Ctrl-C) stops every
-    worker, so no process outlives it.
+    worker, so no process outlives it. Reports are read from the pipes continuously by a thread and
+    kept, in order, until ``reports()`` yields them: a report is a few hundred bytes and workers send
+    a few dozen per second, so even a minute-long callback queues well under a few MB.
 
     :param n_workers: number of processes
     :param target: the work of one process; ``send_report`` sends a picklable object to the main process
@@ -89,6 +98,9 @@ class WorkerPool:
         self.processes: list[multiprocessing.process.BaseProcess] = []
         self._readers: list[Connection] = []
         self._a_worker_died_abruptly = False
+        self._ranks_that_reported_a_failure: set[int] = set()
+        self._received: queue.SimpleQueue = queue.SimpleQueue()
+        self._reader_thread: threading.Thread | None = None
 
     def __enter__(self) -> "WorkerPool":
         self.start()
@@ -113,28 +125,54 @@ class WorkerPool:
             process.start()
             self.processes.append(process)
             writer.close()
+        # Only after the last fork: a thread running during fork() would be copied into the children half-way
+        self._reader_thread = threading.Thread(target=self._read_reports, name="sb3-a3c-report-reader", daemon=True)
+        self._reader_thread.start()
 
     def request_stop(self) -> None:
         """Ask the workers to finish their current update and exit."""
         self.stop_event.set()
 
-    def reports(self, poll_interval: float = 1.0) -> Iterator[Any]:
+    def reports(self) -> Iterator[Any]:
         """
-        Yield what the workers send, until all of them have exited normally.
+        Yield what the workers sent, in the order it arrived, until all of them have exited normally.
 
-        :raises WorkerError: as soon as a worker raises (with its traceback) or dies (with its exit signal)
+        :raises WorkerError: after the reports received before it, when a worker raised (with its
+            traceback) or died (with its exit signal)
         """
+        while True:
+            message = self._received.get()
+            if message is _ALL_WORKERS_EXITED:
+                return
+            if isinstance(message, WorkerError):
+                raise message
+            yield message
+
+    def _read_reports(self, poll_interval: float = 0.5) -> None:
+        """The reader thread: move reports and failures from the pipes to the queue until every worker has exited."""
         running = set(range(self.n_workers))
-        while running:
-            waitables = [self._readers[rank] for rank in running if not self._readers[rank].closed]
-            waitables += [self.processes[rank].sentinel for rank in running]
-            multiprocessing.connection.wait(waitables, timeout=poll_interval)
-            for rank in sorted(running):
-                yield from self._drain(rank)
-                if self.processes[rank].exitcode is not None:
-                    yield from self._drain(rank)
-                    self._raise_if_failed(rank)
-                    running.discard(rank)
+        try:
+            while running:
+                waitables = [self._readers[rank] for rank in running if not self._readers[rank].closed]
+                waitables += [self.processes[rank].sentinel for rank in running]
+                multiprocessing.connection.wait(waitables, timeout=poll_interval)
+                for rank in sorted(running):
+                    # Read before checking the exit: what a worker sent before exiting is still in its pipe
+                    exited = self.processes[rank].exitcode is not None
+                    try:
+                        for message in self._drain(rank):
+                            self._received.put(message)
+                        if exited:
+                            self._raise_if_failed(rank)
+                    except WorkerError as error:
+                        self._received.put(error)
+                    if exited:
+                        running.discard(rank)
+        except BaseException:
+            self.request_stop()
+            self._received.put(WorkerError(f"Reading the A3C workers' reports failed:\n{traceback.format_exc()}"))
+        finally:
+            self._received.put(_ALL_WORKERS_EXITED)
 
     def _drain(self, rank: int) -> Iterator[Any]:
         reader = self._readers[rank]
@@ -145,6 +183,7 @@ class WorkerPool:
                 reader.close()
                 return
             if isinstance(message, WorkerFailure):
+                self._ranks_that_reported_a_failure.add(message.worker_rank)
                 self.request_stop()
                 raise WorkerError(
                     f"A3C worker {message.worker_rank} ({message.description}) raised an exception:\n{message.traceback}"
@@ -153,7 +192,7 @@ class WorkerPool:
 
     def _raise_if_failed(self, rank: int) -> None:
         exitcode = self.processes[rank].exitcode
-        if exitcode == 0:
+        if exitcode == 0 or rank in self._ranks_that_reported_a_failure:
             return
         # It died without reporting (e.g. SIGKILL): it may have held a shared lock, which then stays
         # locked, so the other workers may never get to their stop check
@@ -172,14 +211,8 @@ class WorkerPool:
         """
         self.request_stop()
         deadline = time.monotonic() + (0.0 if self._a_worker_died_abruptly else self.shutdown_timeout)
+        # The reader thread keeps reading meanwhile, so that no worker stays blocked on a full pipe
         while any(process.is_alive() for process in self.processes) and time.monotonic() < deadline:
-            # Keep reading, so that no worker stays blocked on a full pipe
-            for rank in range(len(self.processes)):
-                try:
-                    for _ in self._drain(rank):
-                        pass
-                except WorkerError:
-                    pass
             time.sleep(0.01)
         for process in self.processes:
             if process.is_alive():
@@ -188,5 +221,7 @@ class WorkerPool:
             if process.is_alive():
                 process.kill()
             process.join()
+        if self._reader_thread is not None:
+            self._reader_thread.join()
         for reader in self._readers:
             reader.close()

@@ -73,12 +73,56 @@ class SmallCnnPolicy(SmallCnnDefaults, ActorCriticCnnPolicy):
     """
 
 
-class SmallCnnLstmPolicy(SmallCnnDefaults, CnnLstmPolicy):
+class ActorLstmDefaults:
     """
-    sb3-contrib's ``CnnLstmPolicy`` on the ``SmallAtariCNN`` features (the A3C paper's LSTM network).
+    Defaults of our LSTM policies: one LSTM, the actor's, of ``default_lstm_hidden_size`` units; the
+    critic is a dense layer on the features (sb3-contrib's ``enable_critic_lstm=False``). sb3-contrib's
+    defaults, two 256-unit LSTMs, learn CartPole less reliably with A3C (docs/benchmarks.md#cartpole).
+    Arguments given explicitly win.
+    """
 
-    Takes the arguments of ``CnnLstmPolicy``; only the defaults of ``features_extractor_class`` and
-    ``net_arch`` (none) differ.
+    default_lstm_hidden_size = 64
+
+    def __init__(
+        self, *args: Any, lstm_hidden_size: int | None = None, enable_critic_lstm: bool = False, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            *args,
+            lstm_hidden_size=self.default_lstm_hidden_size if lstm_hidden_size is None else lstm_hidden_size,
+            enable_critic_lstm=enable_critic_lstm,
+            **kwargs,
+        )
+
+
+class ActorLstmMlpPolicy(ActorLstmDefaults, MlpLstmPolicy):
+    """
+    sb3-contrib's ``MlpLstmPolicy`` with one 64-unit LSTM, the actor's (what ``"MlpLstmPolicy"`` means for
+    A3C and SyncA2C). Takes the arguments of ``MlpLstmPolicy``; only the LSTM defaults differ.
+    """
+
+
+class ActorLstmMultiInputPolicy(ActorLstmDefaults, MultiInputLstmPolicy):
+    """
+    sb3-contrib's ``MultiInputLstmPolicy`` with one 64-unit LSTM, the actor's (``"MultiInputLstmPolicy"``).
+    Takes the arguments of ``MultiInputLstmPolicy``; only the LSTM defaults differ.
+    """
+
+
+class ActorLstmCnnPolicy(ActorLstmDefaults, CnnLstmPolicy):
+    """
+    sb3-contrib's ``CnnLstmPolicy`` with one 256-unit LSTM, the actor's, as in the A3C paper's recurrent
+    agent (``"CnnLstmPolicy"``). Takes the arguments of ``CnnLstmPolicy``; only the LSTM defaults differ.
+    """
+
+    default_lstm_hidden_size = 256
+
+
+class SmallCnnLstmPolicy(SmallCnnDefaults, ActorLstmCnnPolicy):
+    """
+    The A3C paper's recurrent network: the ``SmallAtariCNN`` features, then one 256-unit LSTM (the actor's).
+
+    Takes the arguments of sb3-contrib's ``CnnLstmPolicy``; the defaults of ``features_extractor_class``,
+    ``net_arch`` (none) and the LSTM differ.
     """
 
 
@@ -86,9 +130,9 @@ POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpPolicy": ActorCriticPolicy,
     "CnnPolicy": ActorCriticCnnPolicy,
     "MultiInputPolicy": MultiInputActorCriticPolicy,
-    "MlpLstmPolicy": MlpLstmPolicy,
-    "CnnLstmPolicy": CnnLstmPolicy,
-    "MultiInputLstmPolicy": MultiInputLstmPolicy,
+    "MlpLstmPolicy": ActorLstmMlpPolicy,
+    "CnnLstmPolicy": ActorLstmCnnPolicy,
+    "MultiInputLstmPolicy": ActorLstmMultiInputPolicy,
     "CnnTwoHeadPolicy": CnnTwoHeadPolicy,
     "SmallCnnPolicy": SmallCnnPolicy,
     "SmallCnnLstmPolicy": SmallCnnLstmPolicy,
