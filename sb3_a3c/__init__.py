@@ -16,6 +16,7 @@ _LAZY_ATTRIBUTES = {
     "SyncA2C": "sb3_a3c.sync_a2c",
     "CnnTwoHeadPolicy": "sb3_a3c.common.policies",
     "SharedAdam": "sb3_a3c.a3c.shared_optimizers",
+    "SharedAdamW": "sb3_a3c.a3c.shared_optimizers",
     "SharedRMSprop": "sb3_a3c.a3c.shared_optimizers",
     "SharedRMSpropTFLike": "sb3_a3c.a3c.shared_optimizers",
     "WorkerError": "sb3_a3c.a3c.worker_pool",
@@ -23,7 +24,7 @@ _LAZY_ATTRIBUTES = {
 
 if TYPE_CHECKING:
     from sb3_a3c.a3c import A3C
-    from sb3_a3c.a3c.shared_optimizers import SharedAdam, SharedRMSprop, SharedRMSpropTFLike
+    from sb3_a3c.a3c.shared_optimizers import SharedAdam, SharedAdamW, SharedRMSprop, SharedRMSpropTFLike
     from sb3_a3c.a3c.worker_pool import WorkerError
     from sb3_a3c.common.policies import CnnTwoHeadPolicy
     from sb3_a3c.sync_a2c import SyncA2C
@@ -39,6 +40,7 @@ __all__ = [
     "A3C",
     "CnnTwoHeadPolicy",
     "SharedAdam",
+    "SharedAdamW",
     "SharedRMSprop",
     "SharedRMSpropTFLike",
     "SyncA2C",

@@ -189,3 +189,10 @@ def test_slow_callback_does_not_stop_the_workers_and_loses_no_report():
     # Every report reached the main process, in order: one on_step per n_envs steps, none missing
     assert callback.on_step_calls == model.num_timesteps // n_envs
     assert model._n_updates == model.num_timesteps // n_steps
+
+
+def test_rollout_buffer_access_explains_why_a3c_has_none():
+    model = make_model()
+    assert not hasattr(model, "rollout_buffer")
+    with pytest.raises(AttributeError, match="each worker fills its own"):
+        _ = model.rollout_buffer

@@ -9,6 +9,7 @@ from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.envs import IdentityEnvMultiBinary, IdentityEnvMultiDiscrete, SimpleMultiObsEnv
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_a3c import A3C, SyncA2C
@@ -161,3 +162,28 @@ def test_explicit_lstm_kwargs_win_over_the_defaults():
     model = A3C("MlpLstmPolicy", "CartPole-v1", n_envs=1, policy_kwargs=dict(lstm_hidden_size=32, enable_critic_lstm=True))
     assert model.policy.lstm_actor.hidden_size == 32
     assert model.policy.lstm_critic.hidden_size == 32
+
+
+class BatchNormFeatures(BaseFeaturesExtractor):
+    """Observations through BatchNorm1d, then a dense layer."""
+
+    def __init__(self, observation_space: gym.spaces.Box):
+        super().__init__(observation_space, features_dim=16)
+        self.net = th.nn.Sequential(
+            th.nn.BatchNorm1d(observation_space.shape[0]), th.nn.Linear(observation_space.shape[0], 16)
+        )
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.net(observations)
+
+
+@pytest.mark.parametrize("algorithm", [A3C, SyncA2C])
+def test_batch_norm_statistics_are_learned(algorithm):
+    """The running mean the workers' forward passes update reaches the policy that predict() uses."""
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = algorithm("MlpPolicy", env, n_steps=8, seed=0, policy_kwargs=dict(features_extractor_class=BatchNormFeatures))
+    batch_norm = model.policy.features_extractor.net[0]
+    model.learn(1000)
+    assert batch_norm.num_batches_tracked.item() > 0
+    assert batch_norm.running_mean.abs().sum() > 0
+    assert not th.equal(batch_norm.running_var, th.ones_like(batch_norm.running_var))

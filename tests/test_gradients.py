@@ -10,7 +10,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import FakeImageEnv
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
-from sb3_a3c import A3C, SharedAdam, SharedRMSprop, SharedRMSpropTFLike
+from sb3_a3c import A3C, SharedAdam, SharedAdamW, SharedRMSprop, SharedRMSpropTFLike
 from sb3_a3c.a3c import actor_learner
 from sb3_a3c.a3c.rollout_collector import RolloutCollector
 from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin
@@ -127,6 +127,7 @@ def test_local_policy_does_not_share_memory_with_shared_policy():
         (None, SharedRMSprop, "square_avg", 0.0),
         (RMSpropTFLike, SharedRMSpropTFLike, "square_avg", 1.0),
         (th.optim.Adam, SharedAdam, "exp_avg_sq", 0.0),
+        (th.optim.AdamW, SharedAdamW, "exp_avg_sq", 0.0),
     ],
 )
 def test_both_workers_update_the_same_optimizer_statistics(optimizer_class, shared_class, statistic, initial_value):

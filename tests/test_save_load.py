@@ -144,3 +144,15 @@ def test_zip_that_is_not_a_model_names_what_is_missing(tmp_path):
         out.writestr("notes.txt", "not a model")
     with pytest.raises(ValueError, match=rf"Cannot load a A3C model from {archive}: it is a zip but not a model"):
         A3C.load(archive)
+
+
+@pytest.mark.parametrize("algorithm", [A3C, SyncA2C])
+def test_load_accepts_the_policy_kwargs_the_model_was_built_with(tmp_path, algorithm):
+    """As with SB3's A2C: the algorithm's default optimizer is not stored in the user's policy_kwargs."""
+    policy_kwargs = dict(net_arch=[32])
+    algorithm("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), n_steps=8, policy_kwargs=policy_kwargs).save(tmp_path / "m")
+    assert policy_kwargs == dict(net_arch=[32])
+    loaded = algorithm.load(tmp_path / "m", policy_kwargs=dict(net_arch=[32]))
+    assert isinstance(loaded.policy.optimizer, th.optim.RMSprop)
+    with pytest.raises(ValueError, match="policy kwargs do not equal"):
+        algorithm.load(tmp_path / "m", policy_kwargs=dict(net_arch=[64]))

@@ -156,7 +156,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         if self.env is not None:
             check_worker_env_support(self.env, type(self).__name__)
             check_envs_divide_among_workers(self.n_envs, self._worker_count(), type(self).__name__)
-        self._select_shared_optimizer()
+        self._policy_kwargs_with_shared_optimizer()  # refuses optimizers that cannot be shared, before any process
 
         if _init_setup_model:
             self._setup_model()
@@ -165,25 +165,38 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         """How many worker processes ``learn()`` starts for the current env."""
         return self.n_workers or self.n_envs
 
-    def _select_shared_optimizer(self) -> None:
-        """Make ``policy.optimizer`` a shared-memory optimizer (RMSprop with SB3 A2C's settings by default)."""
-        optimizer_class = self.policy_kwargs.get("optimizer_class")
+    def _policy_kwargs_with_shared_optimizer(self) -> dict[str, Any]:
+        """
+        ``policy_kwargs`` with a shared-memory optimizer: RMSprop with SB3 A2C's settings by default, the
+        shared version of the user's ``optimizer_class`` otherwise. ``self.policy_kwargs`` is left as given.
+        """
+        policy_kwargs = dict(self.policy_kwargs)
+        optimizer_class = policy_kwargs.get("optimizer_class")
         if optimizer_class is None:
             if self.use_rms_prop:
-                self.policy_kwargs["optimizer_class"] = SharedRMSprop
-                self.policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=self.rms_prop_eps, weight_decay=0)
+                policy_kwargs["optimizer_class"] = SharedRMSprop
+                policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=self.rms_prop_eps, weight_decay=0)
             else:
-                self.policy_kwargs["optimizer_class"] = SharedAdam
-                self.policy_kwargs.setdefault("optimizer_kwargs", dict(eps=1e-5))
-            return
+                policy_kwargs["optimizer_class"] = SharedAdam
+                policy_kwargs.setdefault("optimizer_kwargs", dict(eps=1e-5))
+            return policy_kwargs
         if optimizer_class is th.optim.Adam:
             # SB3's policies add eps=1e-5 to Adam; keep that for its shared version
-            self.policy_kwargs["optimizer_kwargs"] = {"eps": 1e-5, **(self.policy_kwargs.get("optimizer_kwargs") or {})}
-        self.policy_kwargs["optimizer_class"] = shared_optimizer_class(optimizer_class)
+            policy_kwargs["optimizer_kwargs"] = {"eps": 1e-5, **(policy_kwargs.get("optimizer_kwargs") or {})}
+        policy_kwargs["optimizer_class"] = shared_optimizer_class(optimizer_class)
+        return policy_kwargs
 
     def _setup_model(self) -> None:
         # No rollout buffer here: each worker fills its own
-        build_policy(self)
+        build_policy(self, self._policy_kwargs_with_shared_optimizer())
+
+    @property
+    def rollout_buffer(self) -> None:
+        raise AttributeError(
+            "A3C has no rollout_buffer in the main process: each worker fills its own and applies its update "
+            "there (see the README, 'Differences from SB3's A2C'). Callbacks get the episode statistics "
+            "(self.model.ep_info_buffer) and the train/* metrics (self.logger.name_to_value) in _on_rollout_end."
+        )
 
     def _share_model(self) -> None:
         """Put the policy and the optimizer statistics in shared memory (again, after a load)."""

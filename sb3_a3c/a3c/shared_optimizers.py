@@ -78,6 +78,18 @@ class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
         return _rmsprop_state(param, group, square_avg=th.ones_like(param, memory_format=th.preserve_format))
 
 
+def _adam_state(param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
+    """The state Adam and AdamW create at their first step."""
+    state = {
+        "step": _zero_step(),
+        "exp_avg": th.zeros_like(param, memory_format=th.preserve_format),
+        "exp_avg_sq": th.zeros_like(param, memory_format=th.preserve_format),
+    }
+    if group["amsgrad"]:
+        state["max_exp_avg_sq"] = th.zeros_like(param, memory_format=th.preserve_format)
+    return state
+
+
 class SharedAdam(SharedOptimizerMixin, th.optim.Adam):
     """
     ``torch.optim.Adam`` with its moment estimates in shared memory.
@@ -86,27 +98,36 @@ class SharedAdam(SharedOptimizerMixin, th.optim.Adam):
     """
 
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
-        state = {
-            "step": _zero_step(),
-            "exp_avg": th.zeros_like(param, memory_format=th.preserve_format),
-            "exp_avg_sq": th.zeros_like(param, memory_format=th.preserve_format),
-        }
-        if group["amsgrad"]:
-            state["max_exp_avg_sq"] = th.zeros_like(param, memory_format=th.preserve_format)
-        return state
+        return _adam_state(param, group)
+
+
+class SharedAdamW(SharedOptimizerMixin, th.optim.AdamW):
+    """
+    ``torch.optim.AdamW`` (Adam with decoupled weight decay) with its moment estimates in shared memory.
+
+    Takes the same arguments as ``torch.optim.AdamW``.
+    """
+
+    def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
+        return _adam_state(param, group)
 
 
 # The optimizers users select in SB3 style (``policy_kwargs=dict(optimizer_class=th.optim.Adam)``)
 # and the shared-memory versions A3C uses in their place.
-SHARED_OPTIMIZER_FOR = {th.optim.RMSprop: SharedRMSprop, RMSpropTFLike: SharedRMSpropTFLike, th.optim.Adam: SharedAdam}
+SHARED_OPTIMIZER_FOR = {
+    th.optim.RMSprop: SharedRMSprop,
+    RMSpropTFLike: SharedRMSpropTFLike,
+    th.optim.Adam: SharedAdam,
+    th.optim.AdamW: SharedAdamW,
+}
 
 
 def shared_optimizer_class(optimizer_class: type[th.optim.Optimizer]) -> type[th.optim.Optimizer]:
     """
     Return the shared-memory version of ``optimizer_class``.
 
-    :param optimizer_class: ``th.optim.RMSprop``, SB3's ``RMSpropTFLike``, ``th.optim.Adam`` or a class that already keeps
-        its state in shared memory (a ``SharedOptimizerMixin`` subclass)
+    :param optimizer_class: ``th.optim.RMSprop``, SB3's ``RMSpropTFLike``, ``th.optim.Adam``, ``th.optim.AdamW``
+        or a class that already keeps its state in shared memory (a ``SharedOptimizerMixin`` subclass)
     :return: an optimizer class whose statistics all workers share
     """
     if isinstance(optimizer_class, type) and issubclass(optimizer_class, SharedOptimizerMixin):
@@ -115,7 +136,7 @@ def shared_optimizer_class(optimizer_class: type[th.optim.Optimizer]) -> type[th
         return SHARED_OPTIMIZER_FOR[optimizer_class]
     raise ValueError(
         f"policy_kwargs['optimizer_class']={optimizer_class!r} cannot be shared between A3C workers. "
-        "Allowed: th.optim.RMSprop, RMSpropTFLike, th.optim.Adam (replaced by sb3_a3c.SharedRMSprop / "
-        "SharedRMSpropTFLike / SharedAdam), "
+        "Allowed: th.optim.RMSprop, RMSpropTFLike, th.optim.Adam, th.optim.AdamW (replaced by sb3_a3c.SharedRMSprop / "
+        "SharedRMSpropTFLike / SharedAdam / SharedAdamW), "
         "or a subclass of sb3_a3c.a3c.shared_optimizers.SharedOptimizerMixin."
     )

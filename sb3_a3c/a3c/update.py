@@ -82,11 +82,14 @@ def apply_update(
     for local_param, shared_param in zip(local_policy.parameters(), shared_policy.parameters()):
         shared_param.grad = local_param.grad
 
-    # Shared optimizer step, under the lock that checkpoints take too
+    # Shared optimizer step, under the lock that checkpoints take too; the running statistics that the
+    # loss's forward pass updated (BatchNorm) go to the shared policy with it
     shared_optimizer = shared_policy.optimizer
     update_learning_rate(shared_optimizer, learning_rate)
     with update_lock:
         shared_optimizer.step()
+        for local_buffer, shared_buffer in zip(local_policy.buffers(), shared_policy.buffers()):
+            shared_buffer.copy_(local_buffer)
     shared_optimizer.zero_grad(set_to_none=True)
 
     return UpdateMetrics(

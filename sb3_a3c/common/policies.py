@@ -164,14 +164,19 @@ def check_policy_kwargs(policy_class: type[BasePolicy], policy_kwargs: dict[str,
         )
 
 
-def build_policy(model: OnPolicyAlgorithm) -> None:
+def build_policy(model: OnPolicyAlgorithm, policy_kwargs: dict[str, Any]) -> None:
     """
     The part of ``OnPolicyAlgorithm._setup_model`` that does not create a rollout buffer: learning-rate
-    schedule, seeding, and ``model.policy`` built from ``model.policy_class`` and ``model.policy_kwargs``.
+    schedule, seeding, and ``model.policy`` built from ``model.policy_class`` and ``policy_kwargs``.
+
+    :param model: the algorithm
+    :param policy_kwargs: the user's ``model.policy_kwargs`` with the algorithm's defaults added (the
+        defaults are not stored in ``model.policy_kwargs``, so that ``load(path, policy_kwargs=...)`` with
+        the dict the model was built with matches what was saved)
     """
     model._setup_lr_schedule()
     model.set_random_seed(model.seed)
     model.policy = model.policy_class(  # type: ignore[assignment]
-        model.observation_space, model.action_space, model.lr_schedule, use_sde=model.use_sde, **model.policy_kwargs
+        model.observation_space, model.action_space, model.lr_schedule, use_sde=model.use_sde, **policy_kwargs
     )
     model.policy = model.policy.to(model.device)

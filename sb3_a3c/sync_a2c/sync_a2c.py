@@ -1,10 +1,11 @@
 from typing import Any, ClassVar, TypeVar
 
 import torch as th
+from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.ppo_recurrent import RecurrentPPO
 from stable_baselines3 import A2C
-from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
@@ -108,7 +109,8 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
             vf_coef=vf_coef,
             max_grad_norm=max_grad_norm,
             rms_prop_eps=rms_prop_eps,
-            use_rms_prop=use_rms_prop,
+            # A2C would write its RMSprop into policy_kwargs; _setup_model adds it at build time instead
+            use_rms_prop=False,
             use_sde=use_sde,
             sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class,
@@ -122,6 +124,8 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
             device=device,
             _init_setup_model=False,
         )
+        self.rms_prop_eps = rms_prop_eps
+        self.use_rms_prop = use_rms_prop
         self._last_lstm_states = None
         check_hyperparameters(self)
         check_policy_kwargs(self.policy_class, self.policy_kwargs)
@@ -133,15 +137,35 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
     def recurrent(self) -> bool:
         return is_recurrent_policy_class(self.policy_class)
 
+    def _policy_kwargs_with_default_optimizer(self) -> dict[str, Any]:
+        """``policy_kwargs`` with SB3 A2C's RMSprop, unless the user chose an optimizer or ``use_rms_prop=False`` (Adam)."""
+        policy_kwargs = dict(self.policy_kwargs)
+        if self.use_rms_prop and "optimizer_class" not in policy_kwargs:
+            policy_kwargs["optimizer_class"] = th.optim.RMSprop
+            policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=self.rms_prop_eps, weight_decay=0)
+        return policy_kwargs
+
     def _setup_model(self) -> None:
-        if not self.recurrent:
-            # SB3's own set-up: with the same seed, the same initial parameters as SB3's A2C
-            super()._setup_model()
+        # SB3's set-up order (the buffers draw no random numbers): with the same seed, SB3 A2C's initial parameters
+        build_policy(self, self._policy_kwargs_with_default_optimizer())
+        if self.recurrent:
+            self._last_lstm_states = initial_lstm_states(self.policy, self.n_envs, self.device)
+            self.rollout_buffer = make_rollout_buffer(
+                self.policy, self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device
+            )
             return
-        build_policy(self)
-        self._last_lstm_states = initial_lstm_states(self.policy, self.n_envs, self.device)
-        self.rollout_buffer = make_rollout_buffer(
-            self.policy, self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device
+        buffer_class = self.rollout_buffer_class or (
+            DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
+        )
+        self.rollout_buffer = buffer_class(
+            self.n_steps,
+            self.observation_space,  # type: ignore[arg-type]
+            self.action_space,
+            device=self.device,
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            n_envs=self.n_envs,
+            **self.rollout_buffer_kwargs,
         )
 
     def collect_rollouts(
