@@ -3,7 +3,7 @@ The README's main job, measured over several seeds: train A3C on CartPole-v1, ev
 and at the end (what the user gets).
 
     python benchmarks/cartpole.py --seeds 0 1 2 3 4
-    python benchmarks/cartpole.py --seeds 0 1 2 3 4 --policy-kwargs "dict(lstm_hidden_size=256)" \
+    python benchmarks/cartpole.py --seeds 0 1 2 3 4 --policy-kwargs "dict(lstm_hidden_size=256, enable_critic_lstm=True)" \
         --output benchmarks/results/cartpole_MlpLstmPolicy_lstm256.json
 
 For each seed: 10 deterministic evaluation episodes every ``--eval-every`` steps (on a separate env), the
