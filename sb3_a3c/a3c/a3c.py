@@ -13,12 +13,12 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 
 from sb3_a3c.a3c.actor_learner import ActorLearnerJob, run_actor_learner
 from sb3_a3c.a3c.reporting import WorkerReportHandler
-from sb3_a3c.a3c.shared_optimizers import SharedAdam, SharedOptimizerMixin, SharedRMSprop, shared_optimizer_class
+from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin, shared_optimizer_class
 from sb3_a3c.a3c.validation import check_envs_divide_among_workers, check_fork_is_available, cpu_device
 from sb3_a3c.a3c.worker_envs import check_worker_env_support, describe_env
 from sb3_a3c.a3c.worker_pool import WorkerPool
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
-from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs
+from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs, with_default_optimizer
 from sb3_a3c.common.validation import (
     SUPPORTED_ACTION_SPACES,
     check_action_space,
@@ -167,19 +167,11 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
 
     def _policy_kwargs_with_shared_optimizer(self) -> dict[str, Any]:
         """
-        ``policy_kwargs`` with a shared-memory optimizer: RMSprop with SB3 A2C's settings by default, the
-        shared version of the user's ``optimizer_class`` otherwise. ``self.policy_kwargs`` is left as given.
+        ``policy_kwargs`` with the shared-memory version of the optimizer: RMSprop with SB3 A2C's settings by
+        default, the user's ``optimizer_class`` otherwise (SB3's Adam with ``use_rms_prop=False``).
         """
-        policy_kwargs = dict(self.policy_kwargs)
-        optimizer_class = policy_kwargs.get("optimizer_class")
-        if optimizer_class is None:
-            if self.use_rms_prop:
-                policy_kwargs["optimizer_class"] = SharedRMSprop
-                policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=self.rms_prop_eps, weight_decay=0)
-            else:
-                policy_kwargs["optimizer_class"] = SharedAdam
-                policy_kwargs.setdefault("optimizer_kwargs", dict(eps=1e-5))
-            return policy_kwargs
+        policy_kwargs = with_default_optimizer(self.policy_kwargs, self.use_rms_prop, self.rms_prop_eps)
+        optimizer_class = policy_kwargs.get("optimizer_class", th.optim.Adam)
         if optimizer_class is th.optim.Adam:
             # SB3's policies add eps=1e-5 to Adam; keep that for its shared version
             policy_kwargs["optimizer_kwargs"] = {"eps": 1e-5, **(policy_kwargs.get("optimizer_kwargs") or {})}

@@ -1,5 +1,7 @@
 """Rollout buffers and initial LSTM states for A3C workers and SyncA2C (SB3's and sb3-contrib's classes)."""
 
+from typing import Any
+
 import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.buffers import RecurrentDictRolloutBuffer, RecurrentRolloutBuffer
@@ -16,9 +18,12 @@ def make_rollout_buffer(
     gamma: float,
     gae_lambda: float,
     device: th.device,
+    buffer_class: type[RolloutBuffer] | None = None,
+    buffer_kwargs: dict[str, Any] | None = None,
 ) -> RolloutBuffer:
     """
-    Create the SB3 rollout buffer that fits ``policy``: sb3-contrib's recurrent buffer for LSTM policies.
+    Create the SB3 rollout buffer that fits ``policy``: sb3-contrib's recurrent buffer for LSTM policies,
+    otherwise ``buffer_class`` (SB3's ``rollout_buffer_class``; by default chosen as SB3 does).
 
     :param policy: the policy that will fill the buffer
     :param n_steps: steps per env in one rollout
@@ -26,6 +31,8 @@ def make_rollout_buffer(
     :param gamma: discount factor
     :param gae_lambda: GAE lambda (1 gives the classic n-step advantage)
     :param device: where the samples are returned
+    :param buffer_class: the buffer class for feed-forward policies (default: (Dict)RolloutBuffer by observation space)
+    :param buffer_kwargs: more keyword arguments for ``buffer_class`` (SB3's ``rollout_buffer_kwargs``)
     """
     observation_space, action_space = policy.observation_space, policy.action_space
     if isinstance(policy, RecurrentActorCriticPolicy):
@@ -42,8 +49,18 @@ def make_rollout_buffer(
             gae_lambda=gae_lambda,
             n_envs=n_envs,
         )
-    buffer_class = DictRolloutBuffer if isinstance(observation_space, spaces.Dict) else RolloutBuffer
-    return buffer_class(n_steps, observation_space, action_space, device, gamma=gamma, gae_lambda=gae_lambda, n_envs=n_envs)
+    if buffer_class is None:
+        buffer_class = DictRolloutBuffer if isinstance(observation_space, spaces.Dict) else RolloutBuffer
+    return buffer_class(
+        n_steps,
+        observation_space,
+        action_space,
+        device,
+        gamma=gamma,
+        gae_lambda=gae_lambda,
+        n_envs=n_envs,
+        **(buffer_kwargs or {}),
+    )
 
 
 def initial_lstm_states(policy: RecurrentActorCriticPolicy, n_envs: int, device: th.device) -> RNNStates:

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import torch as th
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.ppo_recurrent.policies import CnnLstmPolicy, MlpLstmPolicy, MultiInputLstmPolicy
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -164,15 +165,27 @@ def check_policy_kwargs(policy_class: type[BasePolicy], policy_kwargs: dict[str,
         )
 
 
+def with_default_optimizer(policy_kwargs: dict[str, Any], use_rms_prop: bool, rms_prop_eps: float) -> dict[str, Any]:
+    """
+    A copy of ``policy_kwargs`` with SB3 A2C's RMSprop (``alpha=0.99, eps=rms_prop_eps``) unless the user chose an
+    ``optimizer_class`` or ``use_rms_prop=False`` (then the policy's own default, Adam). The defaults are added
+    when the policy is built, not stored in ``model.policy_kwargs``, so that ``load(path, policy_kwargs=...)``
+    with the dict the model was built with matches what was saved.
+    """
+    policy_kwargs = dict(policy_kwargs)
+    if use_rms_prop and "optimizer_class" not in policy_kwargs:
+        policy_kwargs["optimizer_class"] = th.optim.RMSprop
+        policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=rms_prop_eps, weight_decay=0)
+    return policy_kwargs
+
+
 def build_policy(model: OnPolicyAlgorithm, policy_kwargs: dict[str, Any]) -> None:
     """
     The part of ``OnPolicyAlgorithm._setup_model`` that does not create a rollout buffer: learning-rate
     schedule, seeding, and ``model.policy`` built from ``model.policy_class`` and ``policy_kwargs``.
 
     :param model: the algorithm
-    :param policy_kwargs: the user's ``model.policy_kwargs`` with the algorithm's defaults added (the
-        defaults are not stored in ``model.policy_kwargs``, so that ``load(path, policy_kwargs=...)`` with
-        the dict the model was built with matches what was saved)
+    :param policy_kwargs: ``model.policy_kwargs`` with the algorithm's defaults added (``with_default_optimizer``)
     """
     model._setup_lr_schedule()
     model.set_random_seed(model.seed)

@@ -1,11 +1,10 @@
 from typing import Any, ClassVar, TypeVar
 
 import torch as th
-from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.ppo_recurrent import RecurrentPPO
 from stable_baselines3 import A2C
-from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
+from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
@@ -15,7 +14,13 @@ from stable_baselines3.common.vec_env import VecEnv
 from sb3_a3c.common.buffers import initial_lstm_states, make_rollout_buffer
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
 from sb3_a3c.common.losses import actor_critic_loss
-from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs, is_recurrent_policy_class
+from sb3_a3c.common.policies import (
+    POLICY_ALIASES,
+    build_policy,
+    check_policy_kwargs,
+    is_recurrent_policy_class,
+    with_default_optimizer,
+)
 from sb3_a3c.common.train_logging import record_train_metrics
 from sb3_a3c.common.validation import check_action_space, check_hyperparameters
 
@@ -137,35 +142,20 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
     def recurrent(self) -> bool:
         return is_recurrent_policy_class(self.policy_class)
 
-    def _policy_kwargs_with_default_optimizer(self) -> dict[str, Any]:
-        """``policy_kwargs`` with SB3 A2C's RMSprop, unless the user chose an optimizer or ``use_rms_prop=False`` (Adam)."""
-        policy_kwargs = dict(self.policy_kwargs)
-        if self.use_rms_prop and "optimizer_class" not in policy_kwargs:
-            policy_kwargs["optimizer_class"] = th.optim.RMSprop
-            policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=self.rms_prop_eps, weight_decay=0)
-        return policy_kwargs
-
     def _setup_model(self) -> None:
         # SB3's set-up order (the buffers draw no random numbers): with the same seed, SB3 A2C's initial parameters
-        build_policy(self, self._policy_kwargs_with_default_optimizer())
+        build_policy(self, with_default_optimizer(self.policy_kwargs, self.use_rms_prop, self.rms_prop_eps))
         if self.recurrent:
             self._last_lstm_states = initial_lstm_states(self.policy, self.n_envs, self.device)
-            self.rollout_buffer = make_rollout_buffer(
-                self.policy, self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device
-            )
-            return
-        buffer_class = self.rollout_buffer_class or (
-            DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
-        )
-        self.rollout_buffer = buffer_class(
+        self.rollout_buffer = make_rollout_buffer(
+            self.policy,
             self.n_steps,
-            self.observation_space,  # type: ignore[arg-type]
-            self.action_space,
-            device=self.device,
-            gamma=self.gamma,
-            gae_lambda=self.gae_lambda,
-            n_envs=self.n_envs,
-            **self.rollout_buffer_kwargs,
+            self.n_envs,
+            self.gamma,
+            self.gae_lambda,
+            self.device,
+            buffer_class=self.rollout_buffer_class,
+            buffer_kwargs=self.rollout_buffer_kwargs,
         )
 
     def collect_rollouts(

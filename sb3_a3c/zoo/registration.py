@@ -13,7 +13,6 @@ import importlib.metadata
 import importlib.resources
 import inspect
 import re
-import sys
 import warnings
 from types import ModuleType
 from typing import Any
@@ -142,7 +141,7 @@ def fix_rl_zoo3_load_from_hub(load_from_hub: ModuleType) -> None:
 
 def apply_patch(patch_name: str, module: ModuleType) -> None:
     """Run this module's function ``patch_name`` on ``module`` (the names come from ``startup.PATCHED_MODULES``)."""
-    getattr(sys.modules[__name__], patch_name)(module)
+    globals()[patch_name](module)
 
 
 def register() -> None:
