@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +90,7 @@ def record(
             try:
                 evaluations = np.load(found[0])
                 timesteps, results = evaluations["timesteps"], evaluations["results"]
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
                 continue  # being written
             for index in range(len(rows), len(timesteps)):
                 rows.append(

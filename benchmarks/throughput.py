@@ -18,11 +18,9 @@ Entries:
 
 import argparse
 import importlib.resources
-import json
 import multiprocessing
 import os
 import platform
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +30,7 @@ import ale_py
 import gymnasium as gym
 import torch as th
 import yaml
+from result_files import median_of_rounds, write_result
 from rl_zoo3.utils import get_wrapper_class, linear_schedule
 from stable_baselines3 import A2C
 from stable_baselines3.common.atari_wrappers import AtariWrapper
@@ -152,14 +151,13 @@ def main() -> None:
             rates[entry].append(args.steps / seconds)
             print(f"round {round_index + 1}: {entry:<9} {args.steps / seconds:8.1f} steps/s", flush=True)
 
-    medians = {entry: statistics.median(values) for entry, values in rates.items()}
+    medians = median_of_rounds(rates)
     print(f"\n{'entry':<10} {'steps/s':>9} {'vs a2c':>7} {'vs env':>7}   (median of {args.rounds} rounds)")
     for entry, median in medians.items():
         vs_a2c = f"{median / medians['a2c']:.2f}" if "a2c" in medians else "-"
         vs_env = f"{median / medians['env_only']:.2f}" if "env_only" in medians else "-"
         print(f"{entry:<10} {median:9.1f} {vs_a2c:>7} {vs_env:>7}")
 
-    args.output.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "command": "python benchmarks/throughput.py " + " ".join(f"{k}={v}" for k, v in vars(args).items() if k != "output"),
         "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(), "torch": th.__version__},
@@ -168,8 +166,7 @@ def main() -> None:
         "rounds": rates,
         "median_steps_per_second": medians,
     }
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.output}")
+    write_result(args.output, result)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from stable_baselines3.common.logger import configure
 
 from sb3_a3c import A3C
 from sb3_a3c.a3c.reporting import RolloutReport
+from sb3_a3c.a3c.step_locals import RolloutSteps
 from sb3_a3c.a3c.update import UpdateMetrics
 
 
@@ -180,7 +181,17 @@ class SlowCallbackOnce(BaseCallback):
 def test_slow_callback_does_not_stop_the_workers_and_loses_no_report():
     """Workers keep learning while a callback holds the main process, past what their pipes could buffer."""
     n_envs, n_steps = 2, 5
-    report = RolloutReport(0, n_steps, UpdateMetrics(0.0, 0.0, 0.0, 0.0, 0.0), episode_infos=[{"episode": {"r": 1.0}}])
+    one_step = {
+        "actions": np.zeros(1, dtype=np.int64),
+        "clipped_actions": np.zeros(1, dtype=np.int64),
+        "rewards": np.ones(1, dtype=np.float32),
+        "dones": np.zeros(1, dtype=bool),
+        "values": np.zeros((1, 1), dtype=np.float32),
+        "log_probs": np.zeros(1, dtype=np.float32),
+        "infos": [{}],
+        "new_obs": np.zeros((1, 4), dtype=np.float32),
+    }
+    report = RolloutReport(0, n_steps, UpdateMetrics(0.0, 0.0, 0.0, 0.0, 0.0), steps=RolloutSteps([one_step] * n_steps))
     steps_the_pipes_hold = n_envs * (pipe_capacity_bytes() // len(pickle.dumps(report))) * n_steps
     callback = SlowCallbackOnce(at=1000, steps_while_held=3 * steps_the_pipes_hold)
     model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=n_envs, seed=0), n_steps=n_steps, seed=0)

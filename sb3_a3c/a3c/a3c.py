@@ -1,6 +1,11 @@
 import copy
+import math
 import multiprocessing
+import multiprocessing.sharedctypes
 import os
+import threading
+import warnings
+from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar, TypeVar
 
@@ -10,12 +15,14 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_a3c.a3c.actor_learner import ActorLearnerJob, run_actor_learner
-from sb3_a3c.a3c.reporting import WorkerReportHandler
+from sb3_a3c.a3c.actor_learner import ActorLearnerJob, WorkerStart, run_actor_learner
+from sb3_a3c.a3c.reporting import WorkerEnvs, WorkerReportHandler
 from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin, shared_optimizer_class
+from sb3_a3c.a3c.step_locals import callback_may_read_observations
 from sb3_a3c.a3c.validation import check_envs_divide_among_workers, check_fork_is_available, cpu_device
-from sb3_a3c.a3c.worker_envs import check_worker_env_support, describe_env
+from sb3_a3c.a3c.worker_envs import check_worker_env_support, describe_env, import_worker_env, put_back_worker_envs
 from sb3_a3c.a3c.worker_pool import WorkerPool
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
 from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs, with_default_optimizer
@@ -72,6 +79,14 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     :param n_envs: Number of envs to create when ``env`` is an env id (default: one per CPU core)
     :param n_workers: Number of worker processes; the envs are split evenly between them. Default (None):
         one worker per env. On a CPU, one worker per core with several envs each is usually fastest.
+    :param ray_address: Train on the machines of a Ray cluster (``pip install "sb3-a3c[ray]"``): "auto" for the
+        cluster ``ray start`` runs on this machine, "HOST:PORT" for another, "local" for a Ray cluster of this
+        machine alone. One learner per machine runs ``n_workers / n_machines`` workers on ``n_envs / n_machines``
+        envs; optimizer statistics are shared within a machine (each machine has its own); the main process
+        keeps the global parameters, which ``save()`` stores. None (default): this machine only, without Ray.
+    :param n_machines: With ``ray_address``: how many learners to start (None: one per alive node with a CPU)
+    :param machine_sync_interval: With ``ray_address``: updates of a machine's workers between two exchanges of
+        parameters with the main process (the change goes up, the global parameters come down)
     :param stats_window_size: Window size for the rollout logging, specifying the number of episodes to average
         the reported success rate, mean episode length, and mean reward over
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
@@ -105,6 +120,9 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         normalize_advantage: bool = False,
         n_envs: int | None = None,
         n_workers: int | None = None,
+        ray_address: str | None = None,
+        n_machines: int | None = None,
+        machine_sync_interval: int = 10,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -117,6 +135,15 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             require(is_positive_int(n_envs), "n_envs", n_envs, "an integer >= 1")
         if n_workers is not None:
             require(is_positive_int(n_workers), "n_workers", n_workers, "an integer >= 1 (or None: one worker per env)")
+        require(
+            ray_address is None or isinstance(ray_address, str),
+            "ray_address",
+            ray_address,
+            '"auto", "HOST:PORT", "local" or None',
+        )
+        if n_machines is not None:
+            require(is_positive_int(n_machines), "n_machines", n_machines, "an integer >= 1 (or None: one per Ray node)")
+        require(is_positive_int(machine_sync_interval), "machine_sync_interval", machine_sync_interval, "an integer >= 1")
         check_fork_is_available(type(self).__name__)
         if isinstance(env, str):
             env = make_vec_env(env, n_envs=n_envs or default_n_workers(), seed=seed)
@@ -151,19 +178,43 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         self.use_rms_prop = use_rms_prop
         self.normalize_advantage = normalize_advantage
         self.n_workers = n_workers
+        self.ray_address = ray_address
+        self.n_machines = n_machines
+        self.machine_sync_interval = machine_sync_interval
 
         check_policy_kwargs(self.policy_class, self.policy_kwargs)
         if self.env is not None:
             check_worker_env_support(self.env, type(self).__name__)
             check_envs_divide_among_workers(self.n_envs, self._worker_count(), type(self).__name__)
+            self._check_machines()
         self._policy_kwargs_with_shared_optimizer()  # refuses optimizers that cannot be shared, before any process
 
         if _init_setup_model:
             self._setup_model()
 
     def _worker_count(self) -> int:
-        """How many worker processes ``learn()`` starts for the current env."""
+        """How many worker processes ``learn()`` starts for the current env (on all machines together)."""
         return self.n_workers or self.n_envs
+
+    def _check_machines(self) -> None:
+        """Refuse, before anything starts, what the Ray backend cannot run."""
+        if getattr(self, "ray_address", None) is None:
+            return
+        if unwrap_vec_normalize(self.env) is not None:
+            raise ValueError(
+                "VecNormalize cannot be used with ray_address: each machine would normalise with its own statistics, "
+                "which A3C does not merge. Train without VecNormalize, or on one machine (ray_address=None)."
+            )
+        n_machines = getattr(self, "n_machines", None)
+        if n_machines is not None and (self.n_envs % n_machines or self._worker_count() % n_machines):
+            raise ValueError(
+                f"n_envs={self.n_envs} and n_workers={self._worker_count()} must both be multiples of "
+                f"n_machines={n_machines}: each machine runs the same share of the workers and envs."
+            )
+
+    def _rollouts_per_worker(self, total_timesteps: int) -> int:
+        """As many rollouts of all envs as SB3's A2C would collect to reach ``total_timesteps``."""
+        return max(0, math.ceil((total_timesteps - self.num_timesteps) / (self.n_steps * self.n_envs)))
 
     def _policy_kwargs_with_shared_optimizer(self) -> dict[str, Any]:
         """
@@ -213,15 +264,18 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         )
         return local_policy.to(memory_format=th.channels_last)
 
-    def _make_job(self, total_timesteps: int) -> ActorLearnerJob:
+    def _make_job(
+        self, total_timesteps: int, record_observations: bool = False, starts: list[WorkerStart | None] | None = None
+    ) -> ActorLearnerJob:
         context = multiprocessing.get_context("fork")
+        n_workers = self._worker_count()
         # Distinct seeds per worker, drawn from the (seeded) main-process generator
-        worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self._worker_count())]
+        worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=n_workers)]
         return ActorLearnerJob(
             shared_policy=self.policy,
             make_local_policy=self._make_local_policy,
             training_env=self.env,
-            envs_per_worker=self.n_envs // self._worker_count(),
+            envs_per_worker=self.n_envs // n_workers,
             worker_seeds=worker_seeds,
             n_steps=self.n_steps,
             gamma=self.gamma,
@@ -235,9 +289,53 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             lr_schedule=self.lr_schedule,
             global_step_counter=context.Value("q", self.num_timesteps),
             total_timesteps=total_timesteps,
+            rollouts_per_worker=self._rollouts_per_worker(total_timesteps),
+            rollouts_done=multiprocessing.sharedctypes.RawArray("q", n_workers),
             stop_event=context.Event(),
             update_lock=context.Lock(),
+            record_observations=record_observations,
+            starts=starts or [],
         )
+
+    def _worker_starts_to_continue(self, reset_num_timesteps: bool) -> list[WorkerStart | None] | None:
+        """
+        The workers' envs as the previous ``learn()`` left them, to continue their episodes. As SB3 does,
+        ``reset_num_timesteps=True`` (or another env, or another number of workers) starts from a reset instead.
+        """
+        saved = getattr(self, "_worker_starts", None)
+        if reset_num_timesteps or saved is None:
+            return None
+        env, n_workers, starts = saved
+        if env is not self.env or n_workers != self._worker_count():
+            return None
+        return starts
+
+    def _take_back_worker_envs(self, job: ActorLearnerJob, messages: list[WorkerEnvs]) -> None:
+        """Put the envs the workers advanced in place of the training env's own, and keep them for the next ``learn()``."""
+        self._worker_starts = None
+        received = {message.worker_rank: message for message in messages}
+        if len(received) != self._worker_count():
+            return  # some workers did not finish (they failed): the training env keeps its envs
+        starts: list[WorkerStart | None] = []
+        for rank in range(self._worker_count()):
+            message = received[rank]
+            try:
+                if message.data is None:
+                    raise RuntimeError(message.error)
+                worker_env, collector_state = import_worker_env(message.data, self.env)
+            except Exception as error:
+                warnings.warn(
+                    f"{type(self).__name__} could not bring the envs of worker {rank} back to the main process "
+                    f"({str(error).strip().splitlines()[-1]}): the training env keeps its own envs, which did not advance, "
+                    "and the next learn() starts its workers from them (see the README, 'Differences from SB3's A2C').",
+                    stacklevel=3,
+                )
+                return
+            starts.append(WorkerStart(worker_env, collector_state))
+        for rank, start in enumerate(starts):
+            assert start is not None
+            put_back_worker_envs(self.env, start.env, job.worker_env_indices(rank))
+        self._worker_starts = (self.env, self._worker_count(), starts)
 
     def train(self) -> None:
         """
@@ -269,32 +367,71 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         # The env may have been replaced (set_env, load) since __init__ checked it
         check_envs_divide_among_workers(self.n_envs, n_workers, type(self).__name__)
 
-        self._share_model()
-        job = self._make_job(total_timesteps)
-        self._update_lock = job.update_lock
-        # Steps the workers have collected, ahead of num_timesteps while reports wait to be handled
-        self._global_step_counter = job.global_step_counter
+        record_observations = callback_may_read_observations(callback)
+        job: ActorLearnerJob | None = None
+        pool: Any
+        if getattr(self, "ray_address", None) is None:
+            self._share_model()
+            job = self._make_job(total_timesteps, record_observations, self._worker_starts_to_continue(reset_num_timesteps))
+            self._update_lock = job.update_lock
+            # Steps the workers have collected, ahead of num_timesteps while reports wait to be handled
+            self._global_step_counter = job.global_step_counter
+            pool = WorkerPool(n_workers, partial(run_actor_learner, job), job.stop_event, self._describe_worker(job))
+        else:
+            self._check_machines()
+            pool = self._make_ray_pool(total_timesteps, record_observations)
+            self._update_lock = pool.update_lock
         report_handler = WorkerReportHandler(self, n_workers, callback, log_interval, total_timesteps)
-
-        def describe_worker(rank: int) -> str:
-            return describe_env(self.env, job.worker_env_indices(rank)[0])
+        worker_envs: list[WorkerEnvs] = []
 
         # The workers use the cores; callbacks that run the policy here (EvalCallback) use one thread
         main_process_threads = th.get_num_threads()
         th.set_num_threads(1)
         try:
-            with WorkerPool(n_workers, partial(run_actor_learner, job), job.stop_event, describe_worker) as pool:
+            with pool:
+                self._machines = getattr(pool, "machines", None)
                 callback.on_rollout_start()
                 for report in pool.reports():
-                    if not report_handler.handle(report):
+                    if isinstance(report, WorkerEnvs):
+                        worker_envs.append(report)
+                    elif not report_handler.handle(report):
                         pool.request_stop()
+            if job is not None:
+                self._take_back_worker_envs(job, worker_envs)
+            else:
+                # What the exchanges with the machines cost (docs/benchmarks.md, "More than one machine")
+                self.machine_sync_statistics = pool.sync_statistics()
         finally:
             th.set_num_threads(main_process_threads)
-            self._update_lock = self._global_step_counter = None
+            self._update_lock = self._global_step_counter = self._machines = None
             report_handler.finish()
 
         callback.on_training_end()
         return self
+
+    def _describe_worker(self, job: ActorLearnerJob) -> Callable[[int], str]:
+        def describe_worker(rank: int) -> str:
+            return describe_env(self.env, job.worker_env_indices(rank)[0])
+
+        return describe_worker
+
+    def _make_ray_pool(self, total_timesteps: int, record_observations: bool) -> Any:
+        """The machines of the Ray cluster at ``ray_address`` as a worker pool (``sb3_a3c.a3c.ray_machines``)."""
+        from sb3_a3c.a3c.ray_machines import RayMachinePool  # imports Ray: only here
+
+        worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self._worker_count())]
+        return RayMachinePool(
+            model=self,
+            training_env=self.env,
+            worker_seeds=worker_seeds,
+            rollouts_per_worker=self._rollouts_per_worker(total_timesteps),
+            total_timesteps=total_timesteps,
+            record_observations=record_observations,
+            address=self.ray_address,
+            n_machines=self.n_machines,
+            sync_interval=self.machine_sync_interval,
+            update_lock=threading.Lock(),
+        )
 
     def get_parameters(self) -> dict[str, dict]:
         # Workers may be writing the shared parameters: copy them between two updates
@@ -313,4 +450,6 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             lock.release()
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_update_lock", "_global_step_counter"]
+        # Set during learn(), or live objects of this process (envs, locks, Ray handles)
+        during_learn = ["_update_lock", "_global_step_counter", "_worker_starts", "_machines", "machine_sync_statistics"]
+        return [*super()._excluded_save_params(), *during_learn]

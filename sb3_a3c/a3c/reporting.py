@@ -1,17 +1,23 @@
 """
 What A3C workers report after each update, and how the main process turns those asynchronous reports
-into the view SB3 users know: the ``num_timesteps`` counter, one ``callback.on_step()`` per ``n_envs``
-environment steps, a rollout (``on_rollout_end`` / ``on_rollout_start``, train metrics, log dump) per
-``n_workers`` worker updates.
+into the view SB3 users know: the ``num_timesteps`` counter, one ``callback.on_step()`` per step of the
+training VecEnv (``n_envs`` environment steps) with that step's locals, a rollout (``on_rollout_end`` /
+``on_rollout_start``, train metrics, log dump) per ``n_steps`` such steps.
+
+Step ``t`` of the main process's view is step ``t`` of every worker: the main process keeps each worker's
+reports until every worker has reported the same step, so that ``self.locals["dones"][i]`` is always env
+``i``'s (the workers keep within a few rollouts of each other for that, ``ActorLearnerJob.max_rollouts_ahead``).
 """
 
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
+from sb3_a3c.a3c.step_locals import RolloutSteps, merge_step
 from sb3_a3c.a3c.update import UpdateMetrics
 from sb3_a3c.common.train_logging import record_train_metrics
 
@@ -24,18 +30,27 @@ class RolloutReport:
     # Environment steps collected for this update (over all the worker's envs)
     n_steps: int
     metrics: UpdateMetrics
-    episode_infos: list[dict[str, Any]] = field(default_factory=list)
+    # What SB3 shows a callback at each step of the rollout
+    steps: RolloutSteps
     # Observation/return statistics of the worker's VecNormalize, when it has one
     normalization_stats: Any = None
+
+
+@dataclass
+class WorkerEnvs:
+    """A worker's envs, sent once its last update is done (``worker_envs.export_worker_env``), or why they could not be."""
+
+    worker_rank: int
+    data: bytes | None
+    error: str | None = None
 
 
 class WorkerReportHandler:
     """
     Drive SB3's callbacks and logger from worker reports, in the main process.
 
-    An "iteration" is one update of each worker on average (``n_workers`` updates), i.e.
-    ``n_steps * n_envs`` environment steps: the same amount of experience as one iteration of SB3's A2C
-    with the same VecEnv.
+    An "iteration" is one update of each worker (``n_workers`` updates), i.e. ``n_steps * n_envs``
+    environment steps: the same amount of experience as one iteration of SB3's A2C with the same VecEnv.
 
     :param model: the algorithm being trained (its counters, info buffer and logger are updated)
     :param n_workers: the number of worker processes
@@ -59,9 +74,10 @@ class WorkerReportHandler:
         self.total_timesteps = total_timesteps
         self.iteration = 0
         self.training_stopped = False
-        self._uncounted_steps = 0
-        self._undelivered_infos: list[dict[str, Any]] = []
-        self._iteration_reports: list[RolloutReport] = []
+        # Reports not yet shown to the callback, per worker, oldest first
+        self._pending: list[deque[RolloutReport]] = [deque() for _ in range(n_workers)]
+        # Steps of the oldest pending reports already shown to the callback
+        self._steps_shown = 0
 
     def handle(self, report: RolloutReport) -> bool:
         """
@@ -71,42 +87,55 @@ class WorkerReportHandler:
         """
         model = self.model
         model._n_updates += 1
-        model._update_info_buffer(report.episode_infos, np.ones(len(report.episode_infos), dtype=bool))
         if report.normalization_stats is not None and model._vec_normalize_env is not None:
             model._vec_normalize_env.obs_rms, model._vec_normalize_env.ret_rms = report.normalization_stats
-        self._uncounted_steps += report.n_steps
-        self._undelivered_infos.extend(report.episode_infos)
         if self.training_stopped:
+            self._count_without_callbacks(report)
             return False
-
-        while self._uncounted_steps >= model.n_envs:
-            self._uncounted_steps -= model.n_envs
-            model.num_timesteps += model.n_envs
-            infos, self._undelivered_infos = self._undelivered_infos, []
-            # The episodes that ended since the previous call, as SB3's `dones`/`infos` locals
-            self.callback.update_locals({"infos": infos, "dones": np.ones(len(infos), dtype=bool)})
-            if not self.callback.on_step():
-                self.training_stopped = True
-                return False
-
-        self._iteration_reports.append(report)
-        if len(self._iteration_reports) == self.n_workers:
-            self._end_iteration()
+        self._pending[report.worker_rank].append(report)
+        while all(self._pending):
+            oldest = [pending[0] for pending in self._pending]
+            while self._steps_shown < len(oldest[0].steps):
+                self._steps_shown += 1
+                if not self._show_step(oldest, self._steps_shown - 1):
+                    self.training_stopped = True
+                    return False
+            for pending in self._pending:
+                pending.popleft()
+            self._steps_shown = 0
+            self._end_iteration([report.metrics for report in oldest])
         return True
 
     def finish(self) -> None:
-        """Count the steps of the last reports, which did not fill a whole ``on_step``."""
-        self.model.num_timesteps += self._uncounted_steps
-        self._uncounted_steps = 0
+        """Count the steps of the reports the callback was not shown (training stopped, or the workers ended unevenly)."""
+        for pending in self._pending:
+            for index, report in enumerate(pending):
+                self._count_without_callbacks(report, first_step=self._steps_shown if index == 0 else 0)
+            pending.clear()
+        self._steps_shown = 0
 
-    def _end_iteration(self) -> None:
+    def _show_step(self, reports: list[RolloutReport], t: int) -> bool:
+        """Step ``t`` of every worker, as one step of the training VecEnv: ``on_step`` and episode statistics."""
+        model = self.model
+        step_locals = merge_step([report.steps for report in reports], t)
+        model.num_timesteps += len(step_locals["dones"])
+        self.callback.update_locals({**step_locals, "env": model.env})
+        if not self.callback.on_step():
+            return False
+        model._update_info_buffer(step_locals["infos"], step_locals["dones"])
+        return True
+
+    def _count_without_callbacks(self, report: RolloutReport, first_step: int = 0) -> None:
+        for step in report.steps.steps[first_step:]:
+            self.model.num_timesteps += len(step["dones"])
+            self.model._update_info_buffer(step["infos"], step["dones"])
+
+    def _end_iteration(self, metrics: list[UpdateMetrics]) -> None:
         model = self.model
         self.callback.on_rollout_end()
         self.iteration += 1
         model._update_current_progress_remaining(model.num_timesteps, self.total_timesteps)
         model._update_learning_rate(model.policy.optimizer)
-        metrics = [report.metrics for report in self._iteration_reports]
-        self._iteration_reports = []
         record_train_metrics(
             model.logger,
             model.policy,

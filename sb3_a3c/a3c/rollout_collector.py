@@ -1,5 +1,6 @@
 """Rollout collection for one A3C actor-learner, reusing SB3's and sb3-contrib's ``collect_rollouts``."""
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,10 +11,8 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_a3c.a3c.step_locals import RolloutSteps, StepRecorder
 from sb3_a3c.common.buffers import initial_lstm_states, make_rollout_buffer
-
-# Keys of a finished episode's ``info`` that the main process needs (episode statistics, success)
-EPISODE_INFO_KEYS = ("episode", "is_success", "TimeLimit.truncated")
 
 # The attributes of ``self`` that SB3's ``OnPolicyAlgorithm.collect_rollouts`` and sb3-contrib's
 # ``RecurrentPPO.collect_rollouts`` read or write (private ones included). ``RolloutCollector`` provides
@@ -35,20 +34,13 @@ COLLECT_ROLLOUTS_ATTRIBUTES = frozenset(
 )
 
 
-class _NoCallback:
-    """Stands in for the callback ``collect_rollouts`` expects: worker steps report to the main process instead."""
+@dataclass
+class CollectorState:
+    """Where a collector's envs stand between two rollouts, so that a later ``learn()`` can continue them."""
 
-    def on_rollout_start(self) -> None:
-        pass
-
-    def update_locals(self, locals_: dict[str, Any]) -> None:
-        pass
-
-    def on_step(self) -> bool:
-        return True
-
-    def on_rollout_end(self) -> None:
-        pass
+    last_obs: Any
+    last_episode_starts: np.ndarray
+    last_lstm_states: Any = None
 
 
 class RolloutCollector:
@@ -67,6 +59,8 @@ class RolloutCollector:
     :param gae_lambda: GAE lambda
     :param use_sde: whether to use generalized State Dependent Exploration
     :param sde_sample_freq: sample a new gSDE noise matrix every n steps (-1: once per rollout)
+    :param record_observations: also record each step's ``new_obs`` for the main process's callbacks
+    :param resume_from: continue from this state (the envs' episodes in progress) instead of resetting ``env``
     """
 
     device = th.device("cpu")
@@ -80,6 +74,8 @@ class RolloutCollector:
         gae_lambda: float,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
+        record_observations: bool = False,
+        resume_from: CollectorState | None = None,
     ) -> None:
         self.policy = policy
         self.env = env
@@ -91,27 +87,30 @@ class RolloutCollector:
         self.num_timesteps = 0
         self.recurrent = isinstance(policy, RecurrentActorCriticPolicy)
         self.rollout_buffer = make_rollout_buffer(policy, n_steps, env.num_envs, gamma, gae_lambda, self.device)
-        self._last_obs = env.reset()
-        self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
-        self._last_lstm_states = initial_lstm_states(policy, env.num_envs, self.device) if self.recurrent else None  # type: ignore[arg-type]
+        if resume_from is None:
+            self._last_obs = env.reset()
+            self._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
+            self._last_lstm_states = initial_lstm_states(policy, env.num_envs, self.device) if self.recurrent else None  # type: ignore[arg-type]
+        else:
+            self._last_obs = resume_from.last_obs
+            self._last_episode_starts = resume_from.last_episode_starts
+            self._last_lstm_states = resume_from.last_lstm_states
         self._collect_rollouts = RecurrentPPO.collect_rollouts if self.recurrent else OnPolicyAlgorithm.collect_rollouts
-        self._callback = _NoCallback()
-        self.finished_episode_infos: list[dict[str, Any]] = []
+        self._recorder = StepRecorder(record_observations)
 
-    def collect(self) -> list[dict[str, Any]]:
+    def collect(self) -> RolloutSteps:
         """
         Fill the rollout buffer with ``n_steps`` transitions per env and compute returns and advantages.
 
-        :return: the ``info`` (episode statistics) of each episode that ended during the rollout
+        :return: what SB3 would have shown a callback at each step (``infos`` holds the finished episodes' statistics)
         """
-        self.finished_episode_infos = []
-        self._collect_rollouts(self, self.env, self._callback, self.rollout_buffer, self.n_steps)  # type: ignore[arg-type]
-        return self.finished_episode_infos
+        self._recorder.start()
+        self._collect_rollouts(self, self.env, self._recorder, self.rollout_buffer, self.n_steps)  # type: ignore[arg-type]
+        return self._recorder.rollout_steps()
+
+    def state(self) -> CollectorState:
+        """Where the envs stand now (pass it as ``resume_from`` to continue their episodes)."""
+        return CollectorState(self._last_obs, self._last_episode_starts, self._last_lstm_states)
 
     def _update_info_buffer(self, infos: list[dict[str, Any]], dones: np.ndarray | None = None) -> None:
-        """Called by ``collect_rollouts`` after each step: keep what the main process logs of finished episodes."""
-        if dones is None:
-            return
-        for info, done in zip(infos, dones):
-            if done:
-                self.finished_episode_infos.append({key: info[key] for key in EPISODE_INFO_KEYS if key in info})
+        """Called by ``collect_rollouts`` after each step: the main process keeps the episode statistics instead."""

@@ -3,13 +3,22 @@ Give each actor-learner its own environments: a slice of the envs of the user's 
 re-wrapped in fresh copies of the user's VecEnv wrappers.
 
 Workers are forked from the main process, so each one inherits the whole VecEnv (ALE emulators and
-open ``Monitor`` files included, which cannot be pickled). A worker keeps the envs of its rank and
-rebuilds the wrapper chain around them.
+open ``Monitor`` files included). A worker keeps the envs of its rank and rebuilds the wrapper chain
+around them. When ``learn()`` ends, each worker sends its envs back (``export_worker_env``) and the
+main process puts them in place of its own copies (``import_worker_env``, ``put_back_worker_envs``): the
+training VecEnv's envs (their ``Monitor`` statistics included) are then the ones the workers advanced,
+and a later ``learn()`` continues from them.
 """
 
 import copy
+import copyreg
+import inspect
+import io
+import pickle
 from collections.abc import Callable
+from typing import Any
 
+from stable_baselines3.common.monitor import ResultsWriter
 from stable_baselines3.common.vec_env import (
     DummyVecEnv,
     VecCheckNan,
@@ -127,3 +136,112 @@ def describe_env(vec_env: VecEnv, env_index: int) -> str:
             return spec.id
         return type(base.envs[env_index].unwrapped).__name__
     return type(base).__name__
+
+
+def _set_wrapper_state(wrapper: VecEnvWrapper, state: dict[str, Any]) -> None:
+    wrapper.__dict__.update(state)
+    wrapper.class_attributes = dict(inspect.getmembers(type(wrapper)))
+
+
+class _Pickler(pickle.Pickler):
+    """
+    Pickles open files and ``Monitor``'s CSV writers by file name: the main process has the same files open
+    (the forked workers inherited them), and their objects take the place of the worker's.
+    """
+
+    def reducer_override(self, obj: Any) -> Any:
+        # A VecEnvWrapper keeps its class's members (not picklable) and answers unknown attributes from its
+        # venv (which pickle's own attribute lookups would recurse into): pickle its other attributes only
+        if isinstance(obj, VecEnvWrapper) and not isinstance(obj, VecNormalize):
+            state = {name: value for name, value in vars(obj).items() if name != "class_attributes"}
+            return copyreg.__newobj__, (type(obj),), state, None, None, _set_wrapper_state
+        return NotImplemented
+
+    def persistent_id(self, obj: Any) -> tuple[str, str] | None:
+        if isinstance(obj, ResultsWriter):
+            return ("monitor results writer", getattr(obj.file_handler, "name", repr(obj)))
+        if isinstance(obj, io.IOBase):
+            return ("open file", getattr(obj, "name", repr(obj)))
+        return None
+
+
+class _FileCollector(_Pickler):
+    """Finds the open files an object holds (by pickling it into nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO())
+        self.files: dict[tuple[str, str], Any] = {}
+
+    def persistent_id(self, obj: Any) -> tuple[str, str] | None:
+        file_id = super().persistent_id(obj)
+        if file_id is not None:
+            self.files[file_id] = obj
+        return file_id
+
+
+class _Unpickler(pickle.Unpickler):
+    """Unpickles what ``_Pickler`` wrote, giving each file the object in ``open_files`` (None when ``open_files`` is None)."""
+
+    def __init__(self, data: bytes, open_files: dict[tuple[str, str], Any] | None) -> None:
+        super().__init__(io.BytesIO(data))
+        self.open_files = open_files
+
+    def persistent_load(self, file_id: tuple[str, str]) -> Any:
+        if self.open_files is None:
+            return None
+        try:
+            return self.open_files[tuple(file_id)]
+        except KeyError:
+            raise pickle.UnpicklingError(f"{file_id[1]} is open in the worker's env but not in the training env") from None
+
+
+def _layers(vec_env: VecEnv) -> list[VecEnv]:
+    wrappers, base = _unwrap(vec_env)
+    return [*wrappers, base]
+
+
+def export_worker_env(vec_env: VecEnv, extra: Any) -> bytes:
+    """
+    Pickle a worker's VecEnv (wrappers, envs and the state of their episodes) with ``extra``, to send it to
+    the main process. Open files travel by name.
+
+    :raises Exception: whatever pickling raises for an env that cannot be pickled
+    """
+    layers = _layers(vec_env)
+    # VecNormalize does not pickle its discounted returns (nor its venv); keep them
+    returns = [layer.returns if isinstance(layer, VecNormalize) else None for layer in layers]
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((layers, returns, extra))
+    return buffer.getvalue()
+
+
+def import_worker_env(data: bytes, training_env: VecEnv | None) -> tuple[VecEnv, Any]:
+    """
+    Rebuild a VecEnv sent by ``export_worker_env``.
+
+    :param data: what the worker sent
+    :param training_env: the main process's training VecEnv, whose open files take the place of the worker's;
+        None on another machine, where the envs get no files (a ``Monitor`` there writes no CSV)
+    :return: the worker's VecEnv and the ``extra`` it was sent with
+    """
+    open_files = None
+    if training_env is not None:
+        collector = _FileCollector()
+        collector.dump(_unwrap(training_env)[1].envs)
+        open_files = collector.files
+    layers, returns, extra = _Unpickler(data, open_files).load()
+    for outer, inner, layer_returns in zip(layers, layers[1:], returns):
+        if isinstance(outer, VecNormalize):
+            outer.set_venv(inner)
+            outer.returns = layer_returns
+    return layers[0], extra
+
+
+def put_back_worker_envs(training_env: VecEnv, worker_env: VecEnv, env_indices: range) -> None:
+    """Make the envs of ``worker_env`` the envs ``env_indices`` of the main process's ``training_env``."""
+    base = _unwrap(training_env)[1]
+    assert isinstance(base, DummyVecEnv)
+    worker_base = _unwrap(worker_env)[1]
+    assert isinstance(worker_base, DummyVecEnv) and len(worker_base.envs) == len(env_indices)
+    for index, env in zip(env_indices, worker_base.envs):
+        base.envs[index] = env

@@ -9,9 +9,11 @@ arrives: a worker that raises or is killed is noticed at once, and no worker eve
 while the main thread runs a long callback (an evaluation).
 """
 
+import ctypes
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.synchronize
+import os
 import queue
 import signal
 import sys
@@ -27,6 +29,9 @@ from typing import Any
 import torch as th
 
 WorkerTarget = Callable[[int, Callable[[Any], None]], None]
+
+# prctl(2) option: the signal a process gets when its parent thread exits
+PR_SET_PDEATHSIG = 1
 
 # Put in the report queue by the reader thread once every worker has exited
 _ALL_WORKERS_EXITED = object()
@@ -45,12 +50,30 @@ class WorkerError(RuntimeError):
     """A worker process raised an exception or died; the message says which worker and why."""
 
 
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel kill this process when the thread that forked it ends (e.g. its process is SIGKILLed)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def _worker_process_main(
-    rank: int, description: str, target: WorkerTarget, report_writer: Connection, report_readers: list[Connection]
+    rank: int,
+    description: str,
+    target: WorkerTarget,
+    report_writer: Connection,
+    report_readers: list[Connection],
+    parent_pid: int,
 ) -> None:
     """Process entry point: set the process up for one worker, run it, and report any exception."""
     # Ctrl-C reaches the whole process group; only the main process handles it, then stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent_pid)
     # Keep no reader end: if the main process dies, sending a report fails instead of blocking forever.
     for reader in report_readers:
         reader.close()
@@ -118,7 +141,7 @@ class WorkerPool:
         for rank, (_, writer) in enumerate(pipes):
             process = context.Process(
                 target=_worker_process_main,
-                args=(rank, self.describe_worker(rank), self.target, writer, self._readers),
+                args=(rank, self.describe_worker(rank), self.target, writer, self._readers, os.getpid()),
                 name=f"sb3-a3c-worker-{rank}",
                 daemon=True,
             )

@@ -1,0 +1,388 @@
+"""
+A3C on a Ray cluster: one learner per machine, each running the one-machine A3C (forked Hogwild workers
+sharing that machine's model and optimizer) and exchanging parameters with the main process every
+``machine_sync_interval`` of its workers' updates.
+
+The main process keeps the user's model, callbacks and logger. ``RayMachinePool`` has the interface of
+``worker_pool.WorkerPool`` (a context manager whose ``reports()`` yields the workers' reports), so
+``A3C.learn()`` drives both the same way. Each exchange (``MachineLearner.sync``) takes the machine's
+reports since the previous one and the change of its parameters since then (``parameter_sync``), and gives
+the machine the main process's global parameters.
+
+Only this module imports Ray, and only ``A3C(ray_address=...)`` imports this module.
+"""
+
+import io
+import os
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+try:
+    import ray
+    import ray.exceptions
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+except ImportError as error:  # pragma: no cover - depends on the installation
+    raise ImportError('A3C(ray_address=...) runs on Ray, which is not installed: pip install "sb3-a3c[ray]"') from error
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
+
+from sb3_a3c.a3c.actor_learner import run_actor_learner
+from sb3_a3c.a3c.parameter_sync import MachineParameters, add_delta, as_numpy, floating_state, size_in_bytes
+from sb3_a3c.a3c.reporting import RolloutReport, WorkerEnvs
+from sb3_a3c.a3c.worker_envs import describe_env, export_worker_env, import_worker_env, make_worker_env
+from sb3_a3c.a3c.worker_pool import WorkerError, WorkerPool
+
+# Seconds a machine's sync waits for its workers' updates before answering anyway (keeps the main process responsive)
+SYNC_WAIT = 1.0
+# Seconds the machines get to stop their workers before they are killed
+SHUTDOWN_TIMEOUT = 8.0
+
+
+@dataclass
+class MachineSettings:
+    """What one machine's learner needs besides the model and its envs."""
+
+    machine_index: int
+    n_workers: int
+    worker_seeds: list[int]
+    rollouts_per_worker: int
+    total_timesteps: int
+    record_observations: bool
+    sync_interval: int
+
+
+@dataclass
+class SyncResult:
+    """One machine's answer to a sync."""
+
+    reports: list[RolloutReport]
+    delta: dict[str, Any]
+    finished: bool
+
+
+class MachineLearner:
+    """
+    The learner of one machine (a Ray actor): the one-machine A3C on this machine's share of the envs.
+
+    :param model_zip: the model as ``A3C.save`` writes it (parameters, optimizer statistics, hyperparameters)
+    :param env_data: this machine's envs (``worker_envs.export_worker_env``)
+    :param settings: this machine's share of the workers, their seeds and budget
+    """
+
+    def __init__(self, model_zip: bytes, env_data: bytes, settings: MachineSettings) -> None:
+        from sb3_a3c.a3c.a3c import A3C  # here: the actor process imports this module before sb3_a3c.a3c.a3c
+
+        self.settings = settings
+        env, _ = import_worker_env(env_data, None)
+        model = A3C.load(io.BytesIO(model_zip), env=env, device="cpu", n_workers=settings.n_workers, ray_address=None)
+        model._share_model()
+        job = model._make_job(settings.total_timesteps, settings.record_observations)
+        job.worker_seeds = settings.worker_seeds
+        job.rollouts_per_worker = settings.rollouts_per_worker
+        self.model, self.job = model, job
+        self.parameters = MachineParameters(model.policy)
+        self._condition = threading.Condition()
+        self._outbox: list[RolloutReport] = []
+        self._updates_since_sync = 0
+        self._error: str | None = None
+        self._finished = False
+        self._others_steps_applied = 0
+        self._pool: WorkerPool | None = None
+        # The pool is started by a thread that lives as long as it: the workers die with that thread
+        self._thread = threading.Thread(target=self._run_workers, name="sb3-a3c-machine", daemon=True)
+        self._thread.start()
+
+    def node(self) -> dict[str, Any]:
+        """Where this learner runs: its node's id and address, and its process id."""
+        context = ray.get_runtime_context()
+        return {"node_id": context.get_node_id(), "address": ray.util.get_node_ip_address(), "pid": os.getpid()}
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of this machine's workers (empty until they have started)."""
+        pool = self._pool
+        return [process.pid for process in pool.processes] if pool is not None else []
+
+    def _run_workers(self) -> None:
+        model, job = self.model, self.job
+
+        def describe_worker(rank: int) -> str:
+            return describe_env(model.env, job.worker_env_indices(rank)[0])
+
+        try:
+            with WorkerPool(self.settings.n_workers, partial(run_actor_learner, job), job.stop_event, describe_worker) as pool:
+                self._pool = pool
+                for report in pool.reports():
+                    if isinstance(report, WorkerEnvs):
+                        continue  # envs stay on their machine
+                    with self._condition:
+                        self._outbox.append(report)
+                        self._updates_since_sync += 1
+                        self._condition.notify_all()
+        except BaseException as error:
+            with self._condition:
+                self._error = str(error) if isinstance(error, WorkerError) else traceback.format_exc()
+        finally:
+            with self._condition:
+                self._finished = True
+                self._condition.notify_all()
+
+    def sync(self, global_state: dict[str, Any], others_steps: int, stop: bool) -> SyncResult:
+        """
+        Wait for ``sync_interval`` updates of this machine's workers (at most ``SYNC_WAIT`` seconds), then hand
+        over their reports and the change of the parameters, and take ``global_state``.
+
+        :param global_state: the main process's parameters
+        :param others_steps: steps the other machines have collected (for the learning-rate schedule's progress)
+        :param stop: stop the workers after their current update
+        :raises WorkerError: a worker of this machine failed
+        """
+        if stop:
+            self.job.stop_event.set()
+        with self._condition:
+            self._condition.wait_for(
+                lambda: self._updates_since_sync >= self.settings.sync_interval or self._finished, timeout=SYNC_WAIT
+            )
+            reports, self._outbox = self._outbox, []
+            self._updates_since_sync = 0
+            finished, error = self._finished, self._error
+        if error is not None:
+            raise WorkerError(error)
+        with self.job.update_lock:
+            delta = self.parameters.exchange(global_state)
+        counter = self.job.global_step_counter
+        with counter.get_lock():
+            counter.value += others_steps - self._others_steps_applied
+        self._others_steps_applied = others_steps
+        return SyncResult(reports, delta, finished)
+
+    def shutdown(self) -> None:
+        """Stop the workers (after their current update) and wait for them."""
+        self.job.stop_event.set()
+        self._thread.join(timeout=SHUTDOWN_TIMEOUT)
+
+
+@dataclass
+class Machine:
+    """A learner as the main process sees it."""
+
+    index: int
+    actor: Any
+    node_id: str
+    address: str
+    first_rank: int
+    pid: int = 0
+    steps: int = 0
+
+    def describe(self) -> str:
+        return f"machine {self.index} (node {self.address}, id {self.node_id[:12]})"
+
+
+def connect(address: str) -> bool:
+    """
+    Connect to the Ray cluster at ``address`` ("auto": the one ``ray start`` runs here; "local": start one on
+    this machine for this ``learn()``), unless this process is connected already.
+
+    :return: whether this call connected (and ``disconnect`` must undo it)
+    :raises ConnectionError: the cluster cannot be reached (the message names the address)
+    """
+    if ray.is_initialized():
+        return False
+    try:
+        if address == "local":
+            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise ConnectionError(
+            f"A3C could not reach the Ray cluster at ray_address={address!r}: {error}. Start it with `ray start --head` "
+            "(and `ray start --address=HEAD:6379` on the other machines), or use ray_address='local' for this machine only."
+        ) from error
+    return True
+
+
+def machine_nodes(n_machines: int | None) -> list[dict[str, Any]]:
+    """The nodes for the learners: ``n_machines`` of them, in turn over the alive nodes with a CPU (None: one per node)."""
+    nodes = [node for node in ray.nodes() if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= 1]
+    if not nodes:
+        raise ConnectionError("The Ray cluster has no alive node with a CPU.")
+    nodes.sort(key=lambda node: node["NodeID"])
+    count = len(nodes) if n_machines is None else n_machines
+    return [nodes[index % len(nodes)] for index in range(count)]
+
+
+class RayMachinePool:
+    """
+    Run the workers of ``learn()`` on the machines of a Ray cluster and relay their reports (``WorkerPool``'s interface).
+
+    :param model: the model being trained (its policy holds the global parameters)
+    :param training_env: the user's VecEnv; machine ``m`` gets envs ``machine_env_indices(m)`` of it
+    :param worker_seeds: one seed per worker, all machines together
+    :param rollouts_per_worker: each worker's budget
+    :param total_timesteps: the global budget
+    :param record_observations: whether ``new_obs`` travels (a user's callback is attached)
+    :param address: the Ray cluster's address (``A3C``'s ``ray_address``)
+    :param n_machines: learners to start (None: one per node)
+    :param sync_interval: updates of a machine's workers between two exchanges with the main process
+    :param update_lock: held while the global parameters change (checkpoints see whole exchanges)
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        training_env: VecEnv,
+        worker_seeds: list[int],
+        rollouts_per_worker: int,
+        total_timesteps: int,
+        record_observations: bool,
+        address: str,
+        n_machines: int | None,
+        sync_interval: int,
+        update_lock: threading.Lock,
+    ) -> None:
+        self.model = model
+        self.training_env = training_env
+        self.worker_seeds = worker_seeds
+        self.rollouts_per_worker = rollouts_per_worker
+        self.total_timesteps = total_timesteps
+        self.record_observations = record_observations
+        self.address = address
+        self.n_machines = n_machines
+        self.sync_interval = sync_interval
+        self.update_lock = update_lock
+        self.machines: list[Machine] = []
+        self.sync_bytes: list[int] = []
+        self.sync_seconds: list[float] = []
+        self._connected_here = False
+        self._stop_requested = False
+
+    def __enter__(self) -> "RayMachinePool":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._connected_here = connect(self.address)
+        nodes = machine_nodes(self.n_machines)
+        n_machines = len(nodes)
+        n_envs, n_workers = self.training_env.num_envs, len(self.worker_seeds)
+        if n_envs % n_machines or n_workers % n_machines:
+            raise ValueError(
+                f"n_envs={n_envs} and n_workers={n_workers} must both be multiples of the number of machines ({n_machines})."
+            )
+        envs_per_machine, workers_per_machine = n_envs // n_machines, n_workers // n_machines
+        buffer = io.BytesIO()
+        self.model.save(buffer)
+        model_zip = ray.put(buffer.getvalue())
+        remote_class = ray.remote(max_restarts=0, max_concurrency=2)(MachineLearner)
+        for index, node in enumerate(nodes):
+            indices = range(index * envs_per_machine, (index + 1) * envs_per_machine)
+            env_data = export_worker_env(make_worker_env(self.training_env, indices), None)
+            first_rank = index * workers_per_machine
+            settings = MachineSettings(
+                machine_index=index,
+                n_workers=workers_per_machine,
+                worker_seeds=self.worker_seeds[first_rank : first_rank + workers_per_machine],
+                rollouts_per_worker=self.rollouts_per_worker,
+                total_timesteps=self.total_timesteps,
+                record_observations=self.record_observations,
+                sync_interval=self.sync_interval,
+            )
+            actor = remote_class.options(
+                num_cpus=1,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
+                name=None,
+            ).remote(model_zip, env_data, settings)
+            self.machines.append(Machine(index, actor, node["NodeID"], node.get("NodeManagerAddress", "?"), first_rank))
+        # The learners are built (or their errors raised) before training starts
+        for machine in self.machines:
+            machine.pid = self._get(machine, machine.actor.node.remote())["pid"]
+
+    def _get(self, machine: Machine, ref: Any) -> Any:
+        """``ray.get(ref)``, with every failure of ``machine`` turned into a ``WorkerError`` that names it."""
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as error:
+            cause = error.cause if getattr(error, "cause", None) is not None else error
+            raise WorkerError(f"A3C {machine.describe()} failed: {cause}") from None
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as error:
+            first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise WorkerError(
+                f"A3C {machine.describe()} was lost ({type(error).__name__}: {first_line}): its process or its node died."
+            ) from None
+
+    def request_stop(self) -> None:
+        """Ask every machine to stop its workers after their current update."""
+        self._stop_requested = True
+
+    def _global_state(self) -> Any:
+        return ray.put(as_numpy(floating_state(self.model.policy)))
+
+    def reports(self) -> Iterator[RolloutReport]:
+        """
+        Yield the reports of every machine's workers (ranks over all machines) as the machines sync, until all are done.
+
+        :raises WorkerError: a worker failed on a machine, or a machine was lost (the message names it)
+        """
+        total_steps = 0
+        global_state = self._global_state()
+        pending = {machine.actor.sync.remote(global_state, 0, False): machine for machine in self.machines}
+        sent_at = {ref: time.monotonic() for ref in pending}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=SYNC_WAIT)
+            for ref in ready:
+                machine = pending.pop(ref)
+                result: SyncResult = self._get(machine, ref)
+                self.sync_seconds.append(time.monotonic() - sent_at.pop(ref))
+                self.sync_bytes.append(2 * size_in_bytes(result.delta))
+                with self.update_lock:
+                    add_delta(self.model.policy, result.delta)
+                for report in result.reports:
+                    report.worker_rank += machine.first_rank
+                    machine.steps += report.n_steps
+                    total_steps += report.n_steps
+                    yield report
+                if not result.finished:
+                    next_ref = machine.actor.sync.remote(
+                        self._global_state(), total_steps - machine.steps, self._stop_requested
+                    )
+                    pending[next_ref] = machine
+                    sent_at[next_ref] = time.monotonic()
+
+    def sync_statistics(self) -> dict[str, float]:
+        """How many exchanges there were, their bytes (both ways) and their latency (request to answer, median)."""
+        count = len(self.sync_seconds)
+        return {
+            "syncs": count,
+            "bytes_per_sync": float(np.median(self.sync_bytes)) if count else 0.0,
+            "median_latency_s": float(np.median(self.sync_seconds)) if count else 0.0,
+        }
+
+    def stop(self) -> None:
+        """Stop every machine's workers, remove the learners, and disconnect from Ray if ``start`` connected."""
+        if self.machines:
+            shutdowns = [machine.actor.shutdown.remote() for machine in self.machines]
+            try:
+                ray.wait(shutdowns, num_returns=len(shutdowns), timeout=SHUTDOWN_TIMEOUT)
+            except Exception:
+                pass
+            for machine in self.machines:
+                try:
+                    ray.kill(machine.actor)
+                except Exception:
+                    pass
+            self.machines = []
+        if self._connected_here:
+            ray.shutdown()
+            self._connected_here = False
