@@ -1,3 +1,5 @@
+import time
+
 import psutil
 import pytest
 
@@ -27,6 +29,10 @@ def live_children() -> list[psutil.Process]:
 def no_process_outlives_the_test():
     """Every test also checks that no worker process outlives learn()."""
     yield
+    # Learners on Ray exit asynchronously once killed; give them a moment
+    deadline = time.monotonic() + 5.0
+    while live_children() and time.monotonic() < deadline:
+        time.sleep(0.1)
     leftover = live_children()
     for child in leftover:
         child.kill()

@@ -57,7 +57,7 @@ def cluster():
 
 def make_model(cluster, env=None, **kwargs) -> A3C:
     env = env if env is not None else make_vec_env("CartPole-v1", n_envs=2, seed=0)
-    settings = dict(n_steps=10, seed=0, ray_address=cluster.address, machine_sync_interval=5)
+    settings = dict(n_steps=10, seed=0, ray_address=cluster.address, n_machines=2, machine_sync_interval=5)
     return A3C("MlpPolicy", env, **{**settings, **kwargs})
 
 
@@ -106,7 +106,7 @@ class CountSteps(BaseCallback):
 
 
 def test_learners_run_on_two_nodes_and_callbacks_count_every_step(cluster):
-    model = make_model(cluster)
+    model = make_model(cluster, n_machines=None)  # one learner per node
     processes, counter = MachineProcesses(), CountSteps()
     model.learn(2000, callback=[processes, counter])
     assert len(set(processes.node_ids)) == 2
@@ -145,7 +145,7 @@ def test_model_trained_on_ray_loads_and_predicts_without_ray_and_resumes_on_eith
 
 class RaisingEnv(CountingEnv):
     def step(self, action):
-        if self.lifetime_step >= 30:
+        if self.lifetime_step >= 3000:  # once both machines run
             raise RuntimeError("the simulator crashed")
         return super().step(action)
 
@@ -153,8 +153,11 @@ class RaisingEnv(CountingEnv):
 def test_worker_exception_on_a_machine_is_raised_naming_the_machine(cluster):
     env = counting_vec_env(2, episode_length=10, env_class=RaisingEnv)
     model = make_model(cluster, env=env)
+    processes = MachineProcesses()
     with pytest.raises(WorkerError, match=r"(?s)machine \d \(node 127\.0\.0\.1.*the simulator crashed"):
-        model.learn(100_000)
+        model.learn(100_000, callback=processes)
+    assert processes.worker_pids
+    assert_gone(processes.learner_pids + processes.worker_pids)
     model.save(tempfile.mktemp(suffix=".zip"))
 
 
@@ -193,28 +196,6 @@ def test_killed_worker_or_learner_is_reported_within_5_seconds_and_nothing_is_le
     assert all(np.isfinite(p.detach().numpy()).all() for p in model.policy.parameters())
 
 
-def test_lost_node_is_reported_within_15_seconds(cluster):
-    extra = cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK)
-    cluster.wait_for_nodes()
-    model = make_model(cluster, env=make_vec_env("CartPole-v1", n_envs=3, seed=0))  # one machine per node
-
-    class RemoveNodeOnce(MachineProcesses):
-        removed_at = None
-
-        def _on_step(self) -> bool:
-            super()._on_step()
-            if self.worker_pids and self.removed_at is None:
-                cluster.remove_node(extra, allow_graceful=False)
-                self.removed_at = time.monotonic()
-            return True
-
-    remover = RemoveNodeOnce()
-    with pytest.raises(WorkerError, match=r"machine \d \(node 127\.0\.0\.1.* was lost"):
-        model.learn(1_000_000, callback=remover)
-    assert time.monotonic() - remover.removed_at < 15
-    assert_gone(remover.learner_pids + remover.worker_pids)
-
-
 def test_vec_normalize_with_ray_is_refused_before_anything_starts(cluster):
     env = VecNormalize(make_vec_env("CartPole-v1", n_envs=2, seed=0))
     with pytest.raises(ValueError, match="VecNormalize cannot be used with ray_address"):
@@ -241,3 +222,54 @@ def test_one_machine_backend_never_imports_ray():
         "assert 'ray' not in sys.modules, 'ray was imported'"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+class CtrlC(MachineProcesses):
+    """Raises KeyboardInterrupt in the main process once the workers run, as Ctrl-C does."""
+
+    def _on_step(self) -> bool:
+        super()._on_step()
+        if self.worker_pids:
+            raise KeyboardInterrupt
+        return True
+
+
+def test_ctrl_c_stops_every_machine(cluster):
+    model = make_model(cluster)
+    interrupter = CtrlC()
+    with pytest.raises(KeyboardInterrupt):
+        model.learn(1_000_000, callback=interrupter)
+    assert_gone(interrupter.learner_pids + interrupter.worker_pids)
+
+
+def test_missing_ray_is_an_import_error_that_says_what_to_install():
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "from sb3_a3c import A3C\n"
+        "A3C('MlpPolicy', 'CartPole-v1', n_envs=2, ray_address='auto').learn(100)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert 'ImportError: A3C(ray_address=...) runs on Ray, which is not installed: pip install "sb3-a3c[ray]"' in result.stderr
+
+
+def test_lost_node_is_reported_within_15_seconds(cluster):
+    extra = cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK)
+    cluster.wait_for_nodes()
+    model = make_model(cluster, env=make_vec_env("CartPole-v1", n_envs=3, seed=0), n_machines=3)  # one per node
+
+    class RemoveNodeOnce(MachineProcesses):
+        removed_at = None
+
+        def _on_step(self) -> bool:
+            super()._on_step()
+            if self.worker_pids and self.removed_at is None:
+                cluster.remove_node(extra, allow_graceful=False)
+                self.removed_at = time.monotonic()
+            return True
+
+    remover = RemoveNodeOnce()
+    with pytest.raises(WorkerError, match=r"machine \d \(node 127\.0\.0\.1.* was lost"):
+        model.learn(1_000_000, callback=remover)
+    assert time.monotonic() - remover.removed_at < 15
+    assert_gone(remover.learner_pids + remover.worker_pids)

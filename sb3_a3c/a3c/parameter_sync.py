@@ -12,8 +12,18 @@ import torch as th
 
 
 def floating_state(module: th.nn.Module) -> dict[str, th.Tensor]:
-    """The floating-point tensors of ``module``'s state dict (parameters and float buffers), by name."""
-    return {name: tensor for name, tensor in module.state_dict().items() if tensor.is_floating_point()}
+    """
+    The floating-point tensors of ``module``'s state dict (parameters and float buffers), by name, each once:
+    a module reachable under several names (SB3's shared features extractor is also ``pi_features_extractor``
+    and ``vf_features_extractor``) keeps its first name.
+    """
+    state: dict[str, th.Tensor] = {}
+    seen: set[int] = set()
+    for name, tensor in module.state_dict().items():
+        if tensor.is_floating_point() and tensor.data_ptr() not in seen:
+            seen.add(tensor.data_ptr())
+            state[name] = tensor
+    return state
 
 
 def as_numpy(state: dict[str, th.Tensor]) -> dict[str, np.ndarray]:

@@ -44,6 +44,20 @@ SYNC_WAIT = 1.0
 SHUTDOWN_TIMEOUT = 8.0
 
 
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped by its parent) has a status "Z" in /proc
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
 @dataclass
 class MachineSettings:
     """What one machine's learner needs besides the model and its envs."""
@@ -64,6 +78,8 @@ class SyncResult:
     reports: list[RolloutReport]
     delta: dict[str, Any]
     finished: bool
+    # Seconds the machine waited for its workers' updates before answering
+    waited_s: float = 0.0
 
 
 class MachineLearner:
@@ -144,6 +160,7 @@ class MachineLearner:
         """
         if stop:
             self.job.stop_event.set()
+        waiting = time.perf_counter()
         with self._condition:
             self._condition.wait_for(
                 lambda: self._updates_since_sync >= self.settings.sync_interval or self._finished, timeout=SYNC_WAIT
@@ -151,6 +168,7 @@ class MachineLearner:
             reports, self._outbox = self._outbox, []
             self._updates_since_sync = 0
             finished, error = self._finished, self._error
+        waited = time.perf_counter() - waiting
         if error is not None:
             raise WorkerError(error)
         with self.job.update_lock:
@@ -159,7 +177,7 @@ class MachineLearner:
         with counter.get_lock():
             counter.value += others_steps - self._others_steps_applied
         self._others_steps_applied = others_steps
-        return SyncResult(reports, delta, finished)
+        return SyncResult(reports, delta, finished, waited)
 
     def shutdown(self) -> None:
         """Stop the workers (after their current update) and wait for them."""
@@ -257,7 +275,10 @@ class RayMachinePool:
         self.update_lock = update_lock
         self.machines: list[Machine] = []
         self.sync_bytes: list[int] = []
+        # Seconds from request to answer, less the machine's wait for its workers' updates
         self.sync_seconds: list[float] = []
+        # Main-process time per exchange: adding the delta, relaying the reports, sending the parameters
+        self.main_process_seconds: list[float] = []
         self._connected_here = False
         self._stop_requested = False
 
@@ -344,8 +365,9 @@ class RayMachinePool:
             for ref in ready:
                 machine = pending.pop(ref)
                 result: SyncResult = self._get(machine, ref)
-                self.sync_seconds.append(time.monotonic() - sent_at.pop(ref))
+                self.sync_seconds.append(time.monotonic() - sent_at.pop(ref) - result.waited_s)
                 self.sync_bytes.append(2 * size_in_bytes(result.delta))
+                applying = time.perf_counter()
                 with self.update_lock:
                     add_delta(self.model.policy, result.delta)
                 for report in result.reports:
@@ -359,15 +381,28 @@ class RayMachinePool:
                     )
                     pending[next_ref] = machine
                     sent_at[next_ref] = time.monotonic()
+                self.main_process_seconds.append(time.perf_counter() - applying)
 
     def sync_statistics(self) -> dict[str, float]:
-        """How many exchanges there were, their bytes (both ways) and their latency (request to answer, median)."""
+        """
+        How many exchanges there were, their bytes (both ways), their latency (request to answer, less the time
+        the machine waited for its workers' updates) and the main process's time per exchange (medians).
+        """
         count = len(self.sync_seconds)
         return {
             "syncs": count,
             "bytes_per_sync": float(np.median(self.sync_bytes)) if count else 0.0,
             "median_latency_s": float(np.median(self.sync_seconds)) if count else 0.0,
+            "median_main_process_s": float(np.median(self.main_process_seconds)) if count else 0.0,
         }
+
+    def _wait_for_local_learners_to_exit(self, timeout: float = SHUTDOWN_TIMEOUT) -> None:
+        """``ray.kill`` returns at once; learners on this node are waited for (their pids are known here)."""
+        this_node = ray.get_runtime_context().get_node_id()
+        pids = [machine.pid for machine in self.machines if machine.node_id == this_node and machine.pid]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(_process_exists(pid) for pid in pids):
+            time.sleep(0.05)
 
     def stop(self) -> None:
         """Stop every machine's workers, remove the learners, and disconnect from Ray if ``start`` connected."""
@@ -382,6 +417,7 @@ class RayMachinePool:
                     ray.kill(machine.actor)
                 except Exception:
                     pass
+            self._wait_for_local_learners_to_exit()
             self.machines = []
         if self._connected_here:
             ray.shutdown()
