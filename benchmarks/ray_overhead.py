@@ -59,6 +59,7 @@ def main() -> None:
     ray.init(include_dashboard=False, log_to_driver=False, num_cpus=cpus, _node_ip_address="127.0.0.1")
     rates: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
     syncs: dict[str, list[dict]] = {variant: [] for variant in VARIANTS if VARIANTS[variant][0]}
+    main_cpu: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
     try:
         for round_index in range(args.rounds):
             for variant, (address, n_machines) in VARIANTS.items():
@@ -66,18 +67,23 @@ def main() -> None:
                 model.ray_address, model.n_machines = address, n_machines
                 sync_interval = model.machine_sync_interval
                 callback = RateAfterWarmup(args.warmup)
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 model.learn(args.steps, callback=callback)
                 seconds = time.perf_counter() - start
+                # CPU time of the main process (all its threads; not the workers, not the learners)
+                main_cpu_per_1000_steps = 1000 * (time.process_time() - start_cpu) / model.num_timesteps
                 rates[variant].append(callback.rate())
+                main_cpu[variant].append(main_cpu_per_1000_steps)
                 line = f"round {round_index + 1}: {variant:<24} {callback.rate():8.1f} steps/s"
+                line += f"  main process {main_cpu_per_1000_steps * 1000:.0f} ms CPU per 1000 steps"
                 if address:
                     statistics_ = dict(model.machine_sync_statistics)
                     statistics_["syncs_per_second"] = statistics_["syncs"] / seconds
                     syncs[variant].append(statistics_)
                     line += (
                         f"  {statistics_['syncs_per_second']:.1f} syncs/s, {statistics_['bytes_per_sync'] / 1e6:.2f} MB/sync,"
-                        f" {statistics_['median_latency_s'] * 1000:.0f} ms median latency"
+                        f" {statistics_['median_latency_s'] * 1000:.0f} ms median latency,"
+                        f" {statistics_['median_main_process_parameter_s'] * 1000:.1f} ms main-process time per sync"
                     )
                 print(line, flush=True)
     finally:
@@ -93,6 +99,7 @@ def main() -> None:
         "rounds": rates,
         "median_steps_per_second": medians,
         "syncs": syncs,
+        "main_process_cpu_seconds_per_1000_steps": main_cpu,
         "machine_sync_interval": sync_interval,
     }
     write_result(args.output, result)

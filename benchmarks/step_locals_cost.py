@@ -1,6 +1,8 @@
 """
 What giving callbacks SB3's per-step locals costs A3C, in steps/s on Pong with the shipped ``a3c.yml`` entry.
 
+Steps/s are the workers' between 10% and 90% of each ``learn()`` (start-up and the end left out).
+
 A3C's workers send every step's ``actions``, ``values``, ``log_probs``, ``rewards``, ``dones`` and ``infos``
 to the main process, and ``new_obs`` too when a callback of the user's own is attached. Variants, run one
 after another in alternating rounds, each in a fresh process:
@@ -21,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,9 +47,33 @@ def run_variant(variant: str, steps: int) -> float:
         callback = CheckpointCallback(save_freq=10**9, save_path=folder)
         if variant == "users_callback":
             callback = [callback, UsersCallback()]
-        start = time.perf_counter()
-        model.learn(steps, callback=callback)
-        return steps / (time.perf_counter() - start)
+        return steady_rate(model, steps, callback)
+
+
+def steady_rate(model, steps: int, callback) -> float:
+    """
+    Steps/s of ``model.learn(steps)`` between 10% and 90% of the budget, from the workers' shared step
+    counter sampled every 50 ms: the start (fork) and the end (the last worker finishing alone, the envs
+    travelling back) are left out, as they do not grow with a run's length.
+    """
+    samples: list[tuple[float, int]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            counter = getattr(model, "_global_step_counter", None)
+            if counter is not None:
+                samples.append((time.perf_counter(), counter.value))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    model.learn(steps, callback=callback)
+    done.set()
+    sampler.join()
+    first = next(sample for sample in samples if sample[1] >= 0.1 * steps)
+    last = next(sample for sample in samples if sample[1] >= 0.9 * steps)
+    return (last[1] - first[1]) / (last[0] - first[0])
 
 
 def main() -> None:

@@ -92,7 +92,7 @@ class ActorLearnerJob:
     update_lock: multiprocessing.synchronize.Lock
     record_observations: bool = False
     starts: list[WorkerStart | None] = field(default_factory=list)
-    max_rollouts_ahead: int = 4
+    max_rollouts_ahead: int = 16
 
     def worker_env_indices(self, rank: int) -> range:
         """The indices, in the training VecEnv, of the envs that worker ``rank`` steps."""

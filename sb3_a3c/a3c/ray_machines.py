@@ -277,8 +277,8 @@ class RayMachinePool:
         self.sync_bytes: list[int] = []
         # Seconds from request to answer, less the machine's wait for its workers' updates
         self.sync_seconds: list[float] = []
-        # Main-process time per exchange: adding the delta, relaying the reports, sending the parameters
-        self.main_process_seconds: list[float] = []
+        # Main-process time per exchange spent on parameters: adding the delta, putting the new global parameters
+        self.parameter_seconds: list[float] = []
         self._connected_here = False
         self._stop_requested = False
 
@@ -370,30 +370,33 @@ class RayMachinePool:
                 applying = time.perf_counter()
                 with self.update_lock:
                     add_delta(self.model.policy, result.delta)
+                parameter_seconds = time.perf_counter() - applying
                 for report in result.reports:
                     report.worker_rank += machine.first_rank
                     machine.steps += report.n_steps
                     total_steps += report.n_steps
                     yield report
                 if not result.finished:
-                    next_ref = machine.actor.sync.remote(
-                        self._global_state(), total_steps - machine.steps, self._stop_requested
-                    )
+                    sending = time.perf_counter()
+                    next_state = self._global_state()
+                    parameter_seconds += time.perf_counter() - sending
+                    next_ref = machine.actor.sync.remote(next_state, total_steps - machine.steps, self._stop_requested)
                     pending[next_ref] = machine
                     sent_at[next_ref] = time.monotonic()
-                self.main_process_seconds.append(time.perf_counter() - applying)
+                self.parameter_seconds.append(parameter_seconds)
 
     def sync_statistics(self) -> dict[str, float]:
         """
         How many exchanges there were, their bytes (both ways), their latency (request to answer, less the time
-        the machine waited for its workers' updates) and the main process's time per exchange (medians).
+        the machine waited for its workers' updates) and the main process's time per exchange on the parameters
+        (adding the change, putting the new parameters in Ray's object store), as medians.
         """
         count = len(self.sync_seconds)
         return {
             "syncs": count,
             "bytes_per_sync": float(np.median(self.sync_bytes)) if count else 0.0,
             "median_latency_s": float(np.median(self.sync_seconds)) if count else 0.0,
-            "median_main_process_s": float(np.median(self.main_process_seconds)) if count else 0.0,
+            "median_main_process_parameter_s": float(np.median(self.parameter_seconds)) if count else 0.0,
         }
 
     def _wait_for_local_learners_to_exit(self, timeout: float = SHUTDOWN_TIMEOUT) -> None:
