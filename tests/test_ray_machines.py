@@ -35,7 +35,7 @@ def cluster():
     """Two nodes of one CPU each on 127.0.0.1, the driver connected; everything removed afterwards."""
     saved = {name: os.environ.get(name) for name in ("HOME", "RAY_TMPDIR")}
     os.environ["HOME"] = tempfile.mkdtemp(prefix="ray-home-")  # Ray writes its auth token under ~/.ray
-    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # sessions, sockets, logs
+    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # Ray's sockets and logs
     node_args = dict(num_cpus=1, node_ip_address=LOOPBACK)
     test_cluster = Cluster(
         initialize_head=True, head_node_args=dict(**node_args, include_dashboard=False), shutdown_at_exit=False
