@@ -198,14 +198,14 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
 
     def _check_machines(self) -> None:
         """Refuse, before anything starts, what the Ray backend cannot run."""
-        if getattr(self, "ray_address", None) is None:
+        if self.ray_address is None:
             return
         if unwrap_vec_normalize(self.env) is not None:
             raise ValueError(
                 "VecNormalize cannot be used with ray_address: each machine would normalise with its own statistics, "
                 "which A3C does not merge. Train without VecNormalize, or on one machine (ray_address=None)."
             )
-        n_machines = getattr(self, "n_machines", None)
+        n_machines = self.n_machines
         if n_machines is not None and (self.n_envs % n_machines or self._worker_count() % n_machines):
             raise ValueError(
                 f"n_envs={self.n_envs} and n_workers={self._worker_count()} must both be multiples of "
@@ -264,19 +264,32 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         )
         return local_policy.to(memory_format=th.channels_last)
 
+    def _draw_worker_seeds(self) -> list[int]:
+        """Distinct seeds, one per worker (all machines together), drawn from the (seeded) main-process generator."""
+        return [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self._worker_count())]
+
     def _make_job(
-        self, total_timesteps: int, record_observations: bool = False, starts: list[WorkerStart | None] | None = None
+        self,
+        total_timesteps: int,
+        record_observations: bool = False,
+        starts: list[WorkerStart | None] | None = None,
+        worker_seeds: list[int] | None = None,
+        rollouts_per_worker: int | None = None,
     ) -> ActorLearnerJob:
+        """
+        What this machine's workers need. ``worker_seeds`` and ``rollouts_per_worker`` default to fresh seeds
+        and this model's budget; a learner on Ray gets them from the main process.
+        """
         context = multiprocessing.get_context("fork")
         n_workers = self._worker_count()
-        # Distinct seeds per worker, drawn from the (seeded) main-process generator
-        worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=n_workers)]
+        if rollouts_per_worker is None:
+            rollouts_per_worker = self._rollouts_per_worker(total_timesteps)
         return ActorLearnerJob(
             shared_policy=self.policy,
             make_local_policy=self._make_local_policy,
             training_env=self.env,
             envs_per_worker=self.n_envs // n_workers,
-            worker_seeds=worker_seeds,
+            worker_seeds=worker_seeds or self._draw_worker_seeds(),
             n_steps=self.n_steps,
             gamma=self.gamma,
             gae_lambda=self.gae_lambda,
@@ -289,7 +302,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             lr_schedule=self.lr_schedule,
             global_step_counter=context.Value("q", self.num_timesteps),
             total_timesteps=total_timesteps,
-            rollouts_per_worker=self._rollouts_per_worker(total_timesteps),
+            rollouts_per_worker=rollouts_per_worker,
             rollouts_done=multiprocessing.sharedctypes.RawArray("q", n_workers),
             stop_event=context.Event(),
             update_lock=context.Lock(),
@@ -370,7 +383,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         record_observations = callback_may_read_observations(callback)
         job: ActorLearnerJob | None = None
         pool: Any
-        if getattr(self, "ray_address", None) is None:
+        if self.ray_address is None:
             self._share_model()
             job = self._make_job(total_timesteps, record_observations, self._worker_starts_to_continue(reset_num_timesteps))
             self._update_lock = job.update_lock
@@ -419,11 +432,10 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         """The machines of the Ray cluster at ``ray_address`` as a worker pool (``sb3_a3c.a3c.ray_machines``)."""
         from sb3_a3c.a3c.ray_machines import RayMachinePool  # imports Ray: only here
 
-        worker_seeds = [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self._worker_count())]
         return RayMachinePool(
             model=self,
             training_env=self.env,
-            worker_seeds=worker_seeds,
+            worker_seeds=self._draw_worker_seeds(),
             rollouts_per_worker=self._rollouts_per_worker(total_timesteps),
             total_timesteps=total_timesteps,
             record_observations=record_observations,

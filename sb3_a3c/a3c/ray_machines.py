@@ -98,9 +98,12 @@ class MachineLearner:
         env, _ = import_worker_env(env_data, None)
         model = A3C.load(io.BytesIO(model_zip), env=env, device="cpu", n_workers=settings.n_workers, ray_address=None)
         model._share_model()
-        job = model._make_job(settings.total_timesteps, settings.record_observations)
-        job.worker_seeds = settings.worker_seeds
-        job.rollouts_per_worker = settings.rollouts_per_worker
+        job = model._make_job(
+            settings.total_timesteps,
+            settings.record_observations,
+            worker_seeds=settings.worker_seeds,
+            rollouts_per_worker=settings.rollouts_per_worker,
+        )
         self.model, self.job = model, job
         self.parameters = MachineParameters(model.policy)
         self._condition = threading.Condition()

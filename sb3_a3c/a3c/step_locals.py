@@ -84,9 +84,11 @@ class StepRecorder:
 
     def on_step(self) -> bool:
         locals_ = self._locals
-        # Copies: SB3 changes `rewards` in place after on_step (time-limit bootstrapping)
-        step = {key: np.array(locals_[key]) for key in ARRAY_KEYS}
-        step.update({key: locals_[key].numpy().copy() for key in TENSOR_KEYS})
+        # The step's arrays and tensors are new at every step and never changed afterwards, except `rewards`,
+        # which SB3 changes in place after on_step (time-limit bootstrapping): only that one is copied
+        step = {key: locals_[key] for key in ARRAY_KEYS}
+        step["rewards"] = np.array(locals_["rewards"])
+        step.update({key: locals_[key].numpy() for key in TENSOR_KEYS})
         step["infos"] = locals_["infos"]
         if self.record_observations:
             step["new_obs"] = _copy_observation(locals_["new_obs"])
