@@ -35,6 +35,8 @@ CONFIGURATIONS = {
     "small42_1env_per_worker_n20": ("SmallCnnPolicy", {}, 42, 2, 2, 20),
     "small42_8envs_per_worker_n5": ("SmallCnnPolicy", {}, 42, 16, 2, 5),
     "small84_8envs_per_worker_n5": ("SmallCnnPolicy", {}, 84, 16, 2, 5),
+    "twohead84_8envs_per_worker_n5": ("CnnTwoHeadPolicy", {}, 84, 16, 2, 5),
+    "smalltwohead84_8envs_per_worker_n5": ("SmallCnnTwoHeadPolicy", {}, 84, 16, 2, 5),
 }
 # The configuration of the shipped Atari entries of hyperparams/a3c.yml
 SHIPPED = "small84_8envs_per_worker_n5"

@@ -10,6 +10,7 @@ Writes CSV (wall_clock_s, steps, eval_mean, eval_std), the training episodes of 
 to ``*_episodes.csv`` (wall_clock_s, reward, length), and a PNG of all CSVs given to ``--plot``.
 
     python benchmarks/pong.py --algo a3c --minutes 30 --seed 0
+    python benchmarks/pong.py --algo a3c --minutes 60 --seed 1 --stop-at-eval 18
     python benchmarks/pong.py --algo a2c --minutes 30 --seed 0
     python benchmarks/pong.py --plot benchmarks/results/pong_a3c.csv benchmarks/results/pong_a2c.csv
     python benchmarks/pong.py --algo a3c --env CartPole-v1 --minutes 1.5 --eval-freq 5000
@@ -52,6 +53,7 @@ def record(
     resume_after_seconds: float = 0.0,
     hyperparams: list[str] | None = None,
     seed: int = 0,
+    stop_at_eval: float | None = None,
 ) -> None:
     log_folder = Path(tempfile.mkdtemp(prefix=f"{env_id}_{algo}_"))
     command = [
@@ -81,8 +83,9 @@ def record(
         stdout=subprocess.DEVNULL,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    reached = False
     try:
-        while process.poll() is None and time.monotonic() - start < minutes * 60:
+        while process.poll() is None and time.monotonic() - start < minutes * 60 and not reached:
             time.sleep(1)
             found = list(log_folder.glob(f"{algo}/{env_id}_*/evaluations.npz"))
             if not found:
@@ -103,6 +106,7 @@ def record(
                 )
                 print(rows[-1], flush=True)
                 write_rows(output, earlier_rows + rows)  # after each evaluation: nothing is lost if this script dies
+                reached = reached or (stop_at_eval is not None and rows[-1]["eval_mean"] >= stop_at_eval)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
@@ -179,6 +183,7 @@ def main() -> None:
     parser.add_argument("--resume-from", type=Path, default=None, help="a model .zip the Zoo saved; rows go after --output's")
     parser.add_argument("--resume-after-seconds", type=float, default=0.0, help="wall clock of the run that saved it")
     parser.add_argument("--hyperparams", nargs="+", default=None, help="the Zoo's own overrides of the shipped entry")
+    parser.add_argument("--stop-at-eval", type=float, default=None, help="stop at the first evaluation mean >= this")
     args = parser.parse_args()
     if args.plot:
         default_name = "pong_learning_curves.png" if args.env == "PongNoFrameskip-v4" else f"{args.env}_learning_curves.png"
@@ -196,6 +201,7 @@ def main() -> None:
             args.resume_after_seconds,
             args.hyperparams,
             args.seed,
+            args.stop_at_eval,
         )
 
 

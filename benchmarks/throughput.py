@@ -14,6 +14,7 @@ Entries:
   sync_a2c   SyncA2C with the same network, envs and hyperparameters as ``a2c``
   a3c        A3C with the shipped ``hyperparams/a3c.yml`` entry for PongNoFrameskip-v4 (envs, wrappers,
              policy, workers and hyperparameters, built as the RL Zoo builds them)
+  a3c_lstm   the same with the shipped ``hyperparams/a3c_lstm.yml`` entry (``--algo a3c_lstm``)
 """
 
 import argparse
@@ -54,9 +55,9 @@ ZOO_A2C_ATARI = dict(
 ZOO_ENV_KEYS = ("env_wrapper", "frame_stack", "n_envs", "n_timesteps", "policy")
 
 
-def shipped_a3c_entry() -> dict[str, Any]:
-    """The entry of the shipped hyperparams/a3c.yml that the Zoo uses for PongNoFrameskip-v4 (its own or "atari")."""
-    text = importlib.resources.files("sb3_a3c.hyperparams").joinpath("a3c.yml").read_text()
+def shipped_a3c_entry(algo: str = "a3c") -> dict[str, Any]:
+    """The entry of the shipped hyperparams/{algo}.yml that the Zoo uses for PongNoFrameskip-v4 (its own or "atari")."""
+    text = importlib.resources.files("sb3_a3c.hyperparams").joinpath(f"{algo}.yml").read_text()
     entries = yaml.load(text, Loader=yaml.UnsafeLoader)  # the Zoo's loader (for !!float)
     return entries.get(ENV_ID, entries["atari"])
 
@@ -110,14 +111,15 @@ def sync_a2c(steps: int) -> float:
     return _timed_learn(SyncA2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
 
 
-def make_shipped_a3c(seed: int = 0, policy: str | None = None) -> A3C:
+def make_shipped_a3c(seed: int = 0, policy: str | None = None, algo: str = "a3c") -> A3C:
     """
     A3C on Pong with the shipped Zoo entry: its envs, wrappers, policy, workers and hyperparameters.
 
     :param seed: seed of the envs and the model
     :param policy: a policy to use instead of the entry's (all else unchanged)
+    :param algo: the Zoo name whose hyperparameter file holds the entry ("a3c" or "a3c_lstm")
     """
-    entry = shipped_a3c_entry()
+    entry = shipped_a3c_entry(algo)
     env = make_vec_env(ENV_ID, n_envs=entry["n_envs"], seed=seed, wrapper_class=get_wrapper_class(entry))
     env = VecFrameStack(env, n_stack=entry["frame_stack"])
     hyperparameters = {key: value for key, value in entry.items() if key not in ZOO_ENV_KEYS}
@@ -129,10 +131,14 @@ def make_shipped_a3c(seed: int = 0, policy: str | None = None) -> A3C:
     return A3C(policy or entry["policy"], env, seed=seed, **hyperparameters)
 
 
-def a3c(steps: int) -> float:
-    model = make_shipped_a3c()
+def a3c(steps: int, algo: str = "a3c") -> float:
+    model = make_shipped_a3c(algo=algo)
     model.learn(500)  # fork and first allocations are not counted
     return _timed_learn(model, steps)
+
+
+def a3c_lstm(steps: int) -> float:
+    return a3c(steps, algo="a3c_lstm")
 
 
 def main() -> None:
@@ -143,7 +149,13 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "throughput.json")
     args = parser.parse_args()
 
-    runners: dict[str, Callable[[int], float]] = {"env_only": env_only, "a2c": a2c, "sync_a2c": sync_a2c, "a3c": a3c}
+    runners: dict[str, Callable[[int], float]] = {
+        "env_only": env_only,
+        "a2c": a2c,
+        "sync_a2c": sync_a2c,
+        "a3c": a3c,
+        "a3c_lstm": a3c_lstm,
+    }
     rates: dict[str, list[float]] = {entry: [] for entry in args.entries}
     for round_index in range(args.rounds):
         for entry in args.entries:
@@ -163,6 +175,7 @@ def main() -> None:
         "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(), "torch": th.__version__},
         "steps_per_entry": args.steps,
         "a3c_entry": shipped_a3c_entry(),
+        **({"a3c_lstm_entry": shipped_a3c_entry("a3c_lstm")} if "a3c_lstm" in args.entries else {}),
         "rounds": rates,
         "median_steps_per_second": medians,
     }

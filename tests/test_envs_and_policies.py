@@ -13,7 +13,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_a3c import A3C, SyncA2C
-from sb3_a3c.common.torch_layers import ClassicA3CCNN, SmallAtariCNN
+from sb3_a3c.common.torch_layers import ClassicA3CCNN, SmallAtariCNN, SmallCnnConvolutions
 
 gym.register_envs(ale_py)
 
@@ -111,7 +111,7 @@ def test_classic_a3c_cnn_on_42x42_atari_frames():
     assert model.num_timesteps >= 200
 
 
-@pytest.mark.parametrize("extractor", [SmallAtariCNN, ClassicA3CCNN])
+@pytest.mark.parametrize("extractor", [SmallAtariCNN, SmallCnnConvolutions, ClassicA3CCNN])
 def test_small_cnns_refuse_non_image_observations(extractor):
     with pytest.raises(ValueError, match=f"{extractor.__name__} expects channel-first image observations"):
         A3C("MlpPolicy", "CartPole-v1", n_envs=1, policy_kwargs=dict(features_extractor_class=extractor))

@@ -130,6 +130,23 @@ def test_two_head_policy_has_separate_512_unit_heads_on_nature_cnn_convolutions(
         assert model.num_timesteps >= 200
 
 
+def test_small_two_head_policy_has_separate_256_unit_heads_on_the_a3c_paper_convolutions():
+    env = VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=2, seed=0), n_stack=4)
+    for algorithm in (SyncA2C, A3C):
+        policy = algorithm("SmallCnnTwoHeadPolicy", env, seed=0, device="cpu").policy
+        convolutions = [m for m in policy.features_extractor.modules() if isinstance(m, nn.Conv2d)]
+        layers = [(c.out_channels, c.kernel_size, c.stride) for c in convolutions]
+        assert layers == [(16, (8, 8), (4, 4)), (32, (4, 4), (2, 2))]
+        assert policy.features_dim == 32 * 9 * 9  # no shared dense layer
+        for head in (policy.mlp_extractor.policy_net, policy.mlp_extractor.value_net):
+            assert [(m.in_features, m.out_features) for m in head if isinstance(m, nn.Linear)] == [(2592, 256)]
+            assert any(isinstance(m, nn.ReLU) for m in head)
+    model = A3C("SmallCnnTwoHeadPolicy", env, n_steps=5, seed=0, policy_kwargs=dict(net_arch=dict(pi=[64], vf=[32])))
+    assert model.policy.mlp_extractor.latent_dim_vf == 32, "the user's net_arch wins"
+    model.learn(200)
+    assert model.num_timesteps >= 200
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "policy, policy_kwargs, budget",

@@ -59,16 +59,25 @@ def test_zoo_sees_our_algorithms_hyperparameters_and_samplers(tmp_path):
     code = (
         "from rl_zoo3.utils import ALGOS;"
         "from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER as S, HYPERPARAMS_CONVERTER as C;"
-        "print(ALGOS['a3c'].__name__, ALGOS['sync_a2c'].__name__, 'a3c' in S, 'sync_a2c' in C)"
+        "print(ALGOS['a3c'].__name__, ALGOS['a3c_lstm'].__name__, ALGOS['sync_a2c'].__name__,"
+        "'a3c' in S, 'a3c_lstm' in S, 'sync_a2c' in C, 'a3c_lstm' in C)"
     )
-    assert run(sys.executable, "-c", code, cwd=tmp_path).stdout.split() == ["A3C", "SyncA2C", "True", "True"]
+    output = run(sys.executable, "-c", code, cwd=tmp_path).stdout.split()
+    assert output == ["A3C", "A3C", "SyncA2C", "True", "True", "True", "True"]
 
 
-@pytest.mark.parametrize("algo", ["a3c", "sync_a2c"])
-def test_shipped_hyperparameters_cover_the_zoo_entries(algo):
+@pytest.mark.parametrize(
+    "algo, env_ids",
+    [
+        ("a3c", ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4", "CartPole-v1", "Acrobot-v1", "Pendulum-v1"]),
+        ("a3c_lstm", ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4", "CartPole-v1"]),
+        ("sync_a2c", ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4", "CartPole-v1", "Acrobot-v1", "Pendulum-v1"]),
+    ],
+)
+def test_shipped_hyperparameters_cover_the_zoo_entries(algo, env_ids):
     """Every env gets an entry by the Zoo's lookup (its own, else "atari" for Atari ids), none a copy of "atari"."""
     hyperparams = yaml.safe_load(Path(registration.hyperparams_path(algo)).read_text())
-    for env_id in ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4", "CartPole-v1", "Acrobot-v1", "Pendulum-v1"]:
+    for env_id in env_ids:
         entry = hyperparams.get(env_id, hyperparams["atari"] if env_id.endswith("NoFrameskip-v4") else None)
         assert entry is not None, env_id
         assert "policy" in entry and "n_timesteps" in entry
@@ -157,7 +166,7 @@ def test_wheel_install_registers_with_the_zoo(tmp_path):
     wheel = next((tmp_path / "dist").glob("sb3_a3c-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "sb3_a3c_zoo.pth" in names
-    assert {"sb3_a3c/hyperparams/a3c.yml", "sb3_a3c/hyperparams/sync_a2c.yml"} <= set(names)
+    assert {f"sb3_a3c/hyperparams/{algo}.yml" for algo in ("a3c", "a3c_lstm", "sync_a2c")} <= set(names)
 
     target = tmp_path / "site"
     run(sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel), cwd=tmp_path)
@@ -173,15 +182,17 @@ def test_wheel_install_registers_with_the_zoo(tmp_path):
     assert (tmp_path / "logs" / "a3c" / "CartPole-v1_1" / "CartPole-v1.zip").exists()
 
 
-@pytest.mark.parametrize("algo", ["a3c", "sync_a2c"])
+@pytest.mark.parametrize("algo", ["a3c", "a3c_lstm", "sync_a2c"])
 def test_zoo_atari_entry_trains(tmp_path, algo):
     """The shipped PongNoFrameskip-v4 entry (AtariWrapper, frame stack, our policies) runs through the Zoo."""
     run_folder = zoo_train(tmp_path, algo, "PongNoFrameskip-v4", "-n", "1000", "--eval-freq", "-1")
-    model = {"a3c": A3C, "sync_a2c": SyncA2C}[algo].load(run_folder / "PongNoFrameskip-v4.zip")
+    model = {"a3c": A3C, "a3c_lstm": A3C, "sync_a2c": SyncA2C}[algo].load(run_folder / "PongNoFrameskip-v4.zip")
     assert model.num_timesteps >= 1000
     expected_frame_size = 84  # AtariWrapper's default screen_size
     assert model.observation_space.shape == (4, expected_frame_size, expected_frame_size)
-    if algo == "a3c":
+    if algo == "a3c_lstm":
+        assert model.policy.lstm_actor.hidden_size == 256
+    if algo in ("a3c", "a3c_lstm"):
         assert (model.n_envs, model.n_workers) == (16, 2)
         # enjoy loads the 2-worker model with a single env and plays (run() checks the exit status)
         zoo("enjoy", algo, "--no-render", "-n", "300", cwd=tmp_path, env_id="PongNoFrameskip-v4")

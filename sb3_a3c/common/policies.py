@@ -15,7 +15,7 @@ from stable_baselines3.common.policies import (
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from sb3_a3c.common.torch_layers import NatureCnnConvolutions, SmallAtariCNN
+from sb3_a3c.common.torch_layers import NatureCnnConvolutions, SmallAtariCNN, SmallCnnConvolutions
 
 
 class CnnTwoHeadPolicy(ActorCriticCnnPolicy):
@@ -40,6 +40,31 @@ class CnnTwoHeadPolicy(ActorCriticCnnPolicy):
             *args,
             net_arch=dict(pi=[512], vf=[512]) if net_arch is None else net_arch,
             activation_fn=activation_fn,
+            features_extractor_class=features_extractor_class,
+            **kwargs,
+        )
+
+
+class SmallCnnTwoHeadPolicy(CnnTwoHeadPolicy):
+    """
+    ``CnnTwoHeadPolicy`` on the A3C paper's two convolutions (``SmallCnnConvolutions``): separate actor and
+    critic heads of one 256-unit ReLU layer each. About a third of the two-head Nature network's
+    multiply-adds per 84x84 frame.
+
+    Takes the arguments of SB3's ``CnnPolicy``; only the defaults of ``net_arch``, ``activation_fn``
+    and ``features_extractor_class`` differ.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        net_arch: dict[str, list[int]] | None = None,
+        features_extractor_class: type[BaseFeaturesExtractor] = SmallCnnConvolutions,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            *args,
+            net_arch=dict(pi=[256], vf=[256]) if net_arch is None else net_arch,
             features_extractor_class=features_extractor_class,
             **kwargs,
         )
@@ -127,6 +152,33 @@ class SmallCnnLstmPolicy(SmallCnnDefaults, ActorLstmCnnPolicy):
     """
 
 
+class SmallCnnTwoHeadLstmPolicy(ActorLstmCnnPolicy):
+    """
+    ``SmallCnnTwoHeadPolicy`` with an LSTM as the actor's head: the A3C paper's two convolutions
+    (``SmallCnnConvolutions``), then one 256-unit LSTM for the actor, and for the critic its own dense
+    layer and a 256-unit ReLU layer (sb3-contrib's critic without LSTM, ``net_arch=dict(pi=[], vf=[256])``).
+
+    Takes the arguments of sb3-contrib's ``CnnLstmPolicy``; the defaults of ``features_extractor_class``,
+    ``net_arch``, ``activation_fn`` and the LSTM differ.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        net_arch: list[int] | dict[str, list[int]] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        features_extractor_class: type[BaseFeaturesExtractor] = SmallCnnConvolutions,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            *args,
+            net_arch=dict(pi=[], vf=[256]) if net_arch is None else net_arch,
+            activation_fn=activation_fn,
+            features_extractor_class=features_extractor_class,
+            **kwargs,
+        )
+
+
 POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpPolicy": ActorCriticPolicy,
     "CnnPolicy": ActorCriticCnnPolicy,
@@ -136,7 +188,9 @@ POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MultiInputLstmPolicy": ActorLstmMultiInputPolicy,
     "CnnTwoHeadPolicy": CnnTwoHeadPolicy,
     "SmallCnnPolicy": SmallCnnPolicy,
+    "SmallCnnTwoHeadPolicy": SmallCnnTwoHeadPolicy,
     "SmallCnnLstmPolicy": SmallCnnLstmPolicy,
+    "SmallCnnTwoHeadLstmPolicy": SmallCnnTwoHeadLstmPolicy,
 }
 
 # Keyword arguments that only sb3-contrib's recurrent policies understand

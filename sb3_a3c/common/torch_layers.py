@@ -58,13 +58,43 @@ class SmallAtariCNN(_ConvolutionsThenDense):
     """
 
     def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 256, normalized_image: bool = False) -> None:
-        convolutions = [
-            nn.Conv2d(observation_space.shape[0], 16, kernel_size=8, stride=4),
-            nn.ReLU(),
-            nn.Conv2d(16, 32, kernel_size=4, stride=2),
-            nn.ReLU(),
-        ]
+        convolutions = small_atari_convolutions(observation_space.shape[0])
         super().__init__(observation_space, convolutions, features_dim, normalized_image)
+
+
+def small_atari_convolutions(n_input_channels: int) -> list[nn.Module]:
+    """The two convolutions of the A3C paper's network (8x8/4 with 16 channels, 4x4/2 with 32), ReLU."""
+    return [
+        nn.Conv2d(n_input_channels, 16, kernel_size=8, stride=4),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, kernel_size=4, stride=2),
+        nn.ReLU(),
+    ]
+
+
+class SmallCnnConvolutions(BaseFeaturesExtractor):
+    """
+    The two convolutions of ``SmallAtariCNN``, flattened, without its shared dense layer (2592 features
+    on 84x84 frames). With it the actor and the critic each get their own hidden layer on top.
+
+    :param observation_space: channel-first image observations
+    :param normalized_image: whether images are already normalised (disables the uint8 checks)
+    """
+
+    def __init__(self, observation_space: gym.spaces.Box, normalized_image: bool = False) -> None:
+        if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
+            raise ValueError(
+                f"{type(self).__name__} expects channel-first image observations (e.g. AtariWrapper frames), "
+                f"got {observation_space}"
+            )
+        cnn = nn.Sequential(*small_atari_convolutions(observation_space.shape[0]), nn.Flatten())
+        with th.no_grad():
+            n_flatten = cnn(th.as_tensor(observation_space.sample()[None]).float()).shape[1]
+        super().__init__(observation_space, n_flatten)
+        self.cnn = cnn
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.cnn(observations)
 
 
 class ClassicA3CCNN(_ConvolutionsThenDense):
