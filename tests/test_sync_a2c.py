@@ -147,6 +147,23 @@ def test_small_two_head_policy_has_separate_256_unit_heads_on_the_a3c_paper_conv
     assert model.num_timesteps >= 200
 
 
+def test_small_two_head_lstm_policy_has_an_lstm_actor_head_and_a_dense_critic_on_the_convolutions():
+    env = VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=2, seed=0), n_stack=4)
+    for algorithm in (SyncA2C, A3C):
+        model = algorithm("SmallCnnTwoHeadLstmPolicy", env, n_steps=5, seed=0, device="cpu")
+        policy = model.policy
+        assert (policy.lstm_actor.input_size, policy.lstm_actor.hidden_size) == (2592, 256)
+        assert policy.lstm_critic is None and not policy.shared_lstm
+        assert (policy.critic.in_features, policy.critic.out_features) == (2592, 256)
+        value_layers = [m for m in policy.mlp_extractor.value_net if isinstance(m, nn.Linear)]
+        assert [(m.in_features, m.out_features) for m in value_layers] == [(256, 256)]
+        assert not [m for m in policy.mlp_extractor.policy_net if isinstance(m, nn.Linear)], "the LSTM is the actor's head"
+        model.learn(200)
+        assert model.num_timesteps >= 200
+        actions, states = model.predict(env.reset(), deterministic=True)
+        assert actions.shape == (2,) and states[0].shape == (1, 2, 256)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "policy, policy_kwargs, budget",
