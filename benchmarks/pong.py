@@ -160,7 +160,7 @@ def plot(csv_paths: list[Path], output: Path, env_id: str) -> None:
         axis.axhline(18, color="grey", linestyle="--", linewidth=1, label="+18")
         axis.set_ylim(-21.5, 21.5)
     axis.set_xlabel("wall-clock minutes (2 CPU cores)")
-    axis.set_ylabel("evaluation mean reward (10 episodes)")
+    axis.set_ylabel("evaluation mean reward")
     axis.set_title(f"{env_id}: evaluation")
     axis.legend(fontsize=8)
     steps_axis.set_xlabel("wall-clock minutes (2 CPU cores)")
