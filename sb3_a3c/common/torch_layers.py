@@ -24,12 +24,19 @@ class NatureCnnConvolutions(NatureCNN):
 
 
 class _ConvolutionsThenDense(BaseFeaturesExtractor):
-    """Image features: ``convolutions`` (flattened), then a dense ReLU layer of ``features_dim`` units."""
+    """
+    Image features: ``convolutions`` (flattened), then a dense ReLU layer of ``features_dim`` units
+    (none when ``features_dim`` is None: the flattened convolutions are the features).
+    """
 
     def __init__(
-        self, observation_space: gym.spaces.Box, convolutions: list[nn.Module], features_dim: int, normalized_image: bool
+        self,
+        observation_space: gym.spaces.Box,
+        convolutions: list[nn.Module],
+        features_dim: int | None,
+        normalized_image: bool,
     ) -> None:
-        super().__init__(observation_space, features_dim)
+        super().__init__(observation_space, features_dim or 1)
         if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
             raise ValueError(
                 f"{type(self).__name__} expects channel-first image observations (e.g. AtariWrapper frames), "
@@ -38,10 +45,24 @@ class _ConvolutionsThenDense(BaseFeaturesExtractor):
         self.cnn = nn.Sequential(*convolutions, nn.Flatten())
         with th.no_grad():
             n_flatten = self.cnn(th.as_tensor(observation_space.sample()[None]).float()).shape[1]
-        self.linear = nn.Sequential(nn.Linear(n_flatten, features_dim), nn.ReLU())
+        if features_dim is None:
+            self._features_dim = n_flatten
+            self.linear: nn.Module = nn.Identity()
+        else:
+            self.linear = nn.Sequential(nn.Linear(n_flatten, features_dim), nn.ReLU())
 
     def forward(self, observations: th.Tensor) -> th.Tensor:
         return self.linear(self.cnn(observations))
+
+
+def small_atari_convolutions(n_input_channels: int) -> list[nn.Module]:
+    """The two convolutions of the A3C paper's network (8x8/4 with 16 channels, 4x4/2 with 32), ReLU."""
+    return [
+        nn.Conv2d(n_input_channels, 16, kernel_size=8, stride=4),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, kernel_size=4, stride=2),
+        nn.ReLU(),
+    ]
 
 
 class SmallAtariCNN(_ConvolutionsThenDense):
@@ -62,17 +83,7 @@ class SmallAtariCNN(_ConvolutionsThenDense):
         super().__init__(observation_space, convolutions, features_dim, normalized_image)
 
 
-def small_atari_convolutions(n_input_channels: int) -> list[nn.Module]:
-    """The two convolutions of the A3C paper's network (8x8/4 with 16 channels, 4x4/2 with 32), ReLU."""
-    return [
-        nn.Conv2d(n_input_channels, 16, kernel_size=8, stride=4),
-        nn.ReLU(),
-        nn.Conv2d(16, 32, kernel_size=4, stride=2),
-        nn.ReLU(),
-    ]
-
-
-class SmallCnnConvolutions(BaseFeaturesExtractor):
+class SmallCnnConvolutions(_ConvolutionsThenDense):
     """
     The two convolutions of ``SmallAtariCNN``, flattened, without its shared dense layer (2592 features
     on 84x84 frames). With it the actor and the critic each get their own hidden layer on top.
@@ -82,19 +93,7 @@ class SmallCnnConvolutions(BaseFeaturesExtractor):
     """
 
     def __init__(self, observation_space: gym.spaces.Box, normalized_image: bool = False) -> None:
-        if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
-            raise ValueError(
-                f"{type(self).__name__} expects channel-first image observations (e.g. AtariWrapper frames), "
-                f"got {observation_space}"
-            )
-        cnn = nn.Sequential(*small_atari_convolutions(observation_space.shape[0]), nn.Flatten())
-        with th.no_grad():
-            n_flatten = cnn(th.as_tensor(observation_space.sample()[None]).float()).shape[1]
-        super().__init__(observation_space, n_flatten)
-        self.cnn = cnn
-
-    def forward(self, observations: th.Tensor) -> th.Tensor:
-        return self.cnn(observations)
+        super().__init__(observation_space, small_atari_convolutions(observation_space.shape[0]), None, normalized_image)
 
 
 class ClassicA3CCNN(_ConvolutionsThenDense):
