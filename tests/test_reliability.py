@@ -1,5 +1,6 @@
 """Harder fault conditions: NaN losses, Ctrl-C in the Zoo, many workers, nothing left behind."""
 
+import gc
 import os
 import signal
 import subprocess
@@ -31,6 +32,45 @@ class NanRewardAt(gym.Wrapper):
         observation, reward, terminated, truncated, info = super().step(action)
         self.steps += 1
         return observation, float("nan") if self.steps == self.at else reward, terminated, truncated, info
+
+
+class RecordsWhereItIsFinalized:
+    """Part of a reference cycle (only the garbage collector frees it); appends the freeing process's pid to a file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.cycle = self
+
+    def __del__(self):
+        with open(self.path, "a") as file:
+            file.write(f"{os.getpid()}\n")
+
+
+class CollectsGarbageOnItsFirstStep(gym.Wrapper):
+    """Runs a full garbage collection in the process that steps it, once."""
+
+    collected = False
+
+    def step(self, action):
+        if not self.collected:
+            self.collected = True
+            gc.collect()
+        return super().step(action)
+
+
+def test_garbage_of_the_main_process_is_never_finalized_in_a_worker(tmp_path):
+    # E.g. a shut-down Ray client: its finalizer crashes a forked worker (SIGSEGV in gRPC)
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=CollectsGarbageOnItsFirstStep)
+    model = A3C("MlpPolicy", env, n_steps=5, seed=0)
+    record = tmp_path / "finalized_in"
+    gc.disable()  # keep the garbage uncollected until the workers fork
+    try:
+        RecordsWhereItIsFinalized(record)
+        model.learn(200)
+    finally:
+        gc.enable()
+    gc.collect()
+    assert record.read_text().split() == [str(os.getpid())]
 
 
 def test_non_finite_loss_stops_training_and_leaves_shared_parameters_finite():

@@ -10,6 +10,7 @@ while the main thread runs a long callback (an evaluation).
 """
 
 import ctypes
+import gc
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.synchronize
@@ -138,16 +139,24 @@ class WorkerPool:
         context = multiprocessing.get_context("fork")
         pipes = [context.Pipe(duplex=False) for _ in range(self.n_workers)]
         self._readers = [reader for reader, _ in pipes]
-        for rank, (_, writer) in enumerate(pipes):
-            process = context.Process(
-                target=_worker_process_main,
-                args=(rank, self.describe_worker(rank), self.target, writer, self._readers, os.getpid()),
-                name=f"sb3-a3c-worker-{rank}",
-                daemon=True,
-            )
-            process.start()
-            self.processes.append(process)
-            writer.close()
+        # A child must never finalize what it inherited: garbage of the main process not yet collected (e.g.
+        # a shut-down Ray client, whose finalizer shuts gRPC queues served by threads the child does not
+        # have) would crash the worker with SIGSEGV if the child's garbage collector freed it. Frozen
+        # objects are never collected in the children; the main process unfreezes them right after.
+        gc.freeze()
+        try:
+            for rank, (_, writer) in enumerate(pipes):
+                process = context.Process(
+                    target=_worker_process_main,
+                    args=(rank, self.describe_worker(rank), self.target, writer, self._readers, os.getpid()),
+                    name=f"sb3-a3c-worker-{rank}",
+                    daemon=True,
+                )
+                process.start()
+                self.processes.append(process)
+                writer.close()
+        finally:
+            gc.unfreeze()
         # Only after the last fork: a thread running during fork() would be copied into the children half-way
         self._reader_thread = threading.Thread(target=self._read_reports, name="sb3-a3c-report-reader", daemon=True)
         self._reader_thread.start()
