@@ -11,6 +11,7 @@ to ``*_episodes.csv`` (wall_clock_s, reward, length), and a PNG of all CSVs give
 
     python benchmarks/pong.py --algo a3c --minutes 30 --seed 0
     python benchmarks/pong.py --algo a3c --minutes 60 --seed 1 --stop-at-eval 18
+    python benchmarks/pong.py --algo a3c --env BreakoutNoFrameskip-v4 --eval-freq 200000 --minutes 45 --stop-at-steps 1000000
     python benchmarks/pong.py --algo a2c --minutes 30 --seed 0
     python benchmarks/pong.py --plot benchmarks/results/pong_a3c.csv benchmarks/results/pong_a2c.csv
     python benchmarks/pong.py --algo a3c --env CartPole-v1 --minutes 1.5 --eval-freq 5000
@@ -54,6 +55,7 @@ def record(
     hyperparams: list[str] | None = None,
     seed: int = 0,
     stop_at_eval: float | None = None,
+    stop_at_steps: int | None = None,
 ) -> None:
     log_folder = Path(tempfile.mkdtemp(prefix=f"{env_id}_{algo}_"))
     command = [
@@ -107,6 +109,7 @@ def record(
                 print(rows[-1], flush=True)
                 write_rows(output, earlier_rows + rows)  # after each evaluation: nothing is lost if this script dies
                 reached = reached or (stop_at_eval is not None and rows[-1]["eval_mean"] >= stop_at_eval)
+                reached = reached or (stop_at_steps is not None and rows[-1]["steps"] >= stop_at_steps)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
@@ -184,6 +187,7 @@ def main() -> None:
     parser.add_argument("--resume-after-seconds", type=float, default=0.0, help="wall clock of the run that saved it")
     parser.add_argument("--hyperparams", nargs="+", default=None, help="the Zoo's own overrides of the shipped entry")
     parser.add_argument("--stop-at-eval", type=float, default=None, help="stop at the first evaluation mean >= this")
+    parser.add_argument("--stop-at-steps", type=int, default=None, help="stop at the first evaluation at >= this many steps")
     args = parser.parse_args()
     if args.plot:
         default_name = "pong_learning_curves.png" if args.env == "PongNoFrameskip-v4" else f"{args.env}_learning_curves.png"
@@ -202,6 +206,7 @@ def main() -> None:
             args.hyperparams,
             args.seed,
             args.stop_at_eval,
+            args.stop_at_steps,
         )
 
 

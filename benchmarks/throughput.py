@@ -78,21 +78,32 @@ def _random_stepping(n_steps: int, seed: int, wrapper_kwargs: dict[str, Any]) ->
             env.reset()
 
 
-def env_only(steps: int) -> float:
-    """Random actions in one process per A3C worker, `steps` steps in all; returns wall-clock seconds."""
-    entry = shipped_a3c_entry()
-    workers = entry.get("n_workers") or entry["n_envs"]
+def time_in_worker_processes(target: Callable[..., None], args_by_rank: list[tuple]) -> float:
+    """
+    Run ``target(*args_by_rank[rank])`` in one forked process per rank, all at once; return the wall-clock seconds.
+
+    :raises RuntimeError: when a process fails (its traceback is printed by the process itself)
+    """
     context = multiprocessing.get_context("fork")
-    processes = [
-        context.Process(target=_random_stepping, args=(steps // workers, rank, _atari_wrapper_kwargs(entry)))
-        for rank in range(workers)
-    ]
+    processes = [context.Process(target=target, args=args) for args in args_by_rank]
     start = time.perf_counter()
     for process in processes:
         process.start()
     for process in processes:
         process.join()
-    return time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    failed = [rank for rank, process in enumerate(processes) if process.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"{target.__name__} failed in the processes of ranks {failed}")
+    return elapsed
+
+
+def env_only(steps: int) -> float:
+    """Random actions in one process per A3C worker, `steps` steps in all; returns wall-clock seconds."""
+    entry = shipped_a3c_entry()
+    workers = entry.get("n_workers") or entry["n_envs"]
+    args_by_rank = [(steps // workers, rank, _atari_wrapper_kwargs(entry)) for rank in range(workers)]
+    return time_in_worker_processes(_random_stepping, args_by_rank)
 
 
 def _timed_learn(model, steps: int) -> float:
