@@ -32,9 +32,14 @@ class RaiseOnStep(gym.Wrapper):
         return super().step(action)
 
 
-def test_worker_exception_is_raised_by_learn_with_its_traceback():
+# With synchronous updates the other workers wait for the failed one: they must not wait forever
+UPDATE_MODES = pytest.mark.parametrize("synchronous_updates", [False, True], ids=["hogwild", "synchronous"])
+
+
+@UPDATE_MODES
+def test_worker_exception_is_raised_by_learn_with_its_traceback(synchronous_updates):
     env = make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=RaiseOnStep, wrapper_kwargs=dict(fail_at=300))
-    model = A3C("MlpPolicy", env, n_steps=10, seed=0)
+    model = A3C("MlpPolicy", env, n_steps=10, seed=0, synchronous_updates=synchronous_updates)
     started = time.monotonic()
     with pytest.raises(WorkerError) as error:
         model.learn(1_000_000)
@@ -67,9 +72,11 @@ class KillWorkerAt(BaseCallback):
         return True
 
 
+@UPDATE_MODES
 @pytest.mark.parametrize("hold_update_lock", [False, True], ids=["lock-free", "lock-orphaned"])
-def test_killed_worker_is_detected_and_model_stays_usable(tmp_path, hold_update_lock):
-    model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=10, seed=0)
+def test_killed_worker_is_detected_and_model_stays_usable(tmp_path, hold_update_lock, synchronous_updates):
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = A3C("MlpPolicy", env, n_steps=10, seed=0, synchronous_updates=synchronous_updates)
     killer = KillWorkerAt(timestep=1000, hold_update_lock=hold_update_lock)
     with pytest.raises(WorkerError, match=r"killed by signal SIGKILL") as error:
         model.learn(1_000_000, callback=killer)
@@ -89,8 +96,10 @@ class InterruptAt(BaseCallback):
         return True
 
 
-def test_keyboard_interrupt_stops_all_workers():
-    model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=10, seed=0)
+@UPDATE_MODES
+def test_keyboard_interrupt_stops_all_workers(synchronous_updates):
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = A3C("MlpPolicy", env, n_steps=10, seed=0, synchronous_updates=synchronous_updates)
     with pytest.raises(KeyboardInterrupt):
         model.learn(1_000_000, callback=InterruptAt())
     assert live_children() == []
@@ -110,6 +119,8 @@ def test_keyboard_interrupt_stops_all_workers():
         (dict(n_envs=3), "n_envs=3 but the VecEnv has 2 envs"),
         (dict(n_workers=0), "n_workers=0 is not allowed"),
         (dict(n_workers=3), "2 envs cannot be split between n_workers=3"),
+        (dict(synchronous_updates="yes"), "synchronous_updates must be True or False"),
+        (dict(synchronous_updates=True, ray_address="local"), "synchronous_updates=True cannot be used with ray_address"),
         (dict(policy_kwargs=dict(lstm_hidden_size=64)), "['lstm_hidden_size'] only apply to LSTM policies"),
         (dict(policy_kwargs=dict(optimizer_class=__import__("torch").optim.SGD)), "cannot be shared between A3C workers"),
     ],

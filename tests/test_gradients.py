@@ -37,6 +37,22 @@ class RecordingCollector(RolloutCollector):
         return infos
 
 
+def record_optimizer_steps(model) -> list[tuple[list[th.Tensor], list[th.Tensor]]]:
+    """From now on, each step of the shared optimizer appends (parameters before the step, gradients it applies)."""
+    applied_steps = []
+
+    def record_step(optimizer, args, kwargs):
+        applied_steps.append(
+            (
+                [p.detach().clone() for p in model.policy.parameters()],
+                [p.grad.detach().clone() for p in model.policy.parameters()],
+            )
+        )
+
+    model.policy.optimizer.register_step_pre_hook(record_step)
+    return applied_steps
+
+
 def independent_gradient(policy, buffer, ent_coef: float, vf_coef: float) -> list[th.Tensor]:
     """The A2C loss of one rollout, written out again from the buffer contents, and its gradient."""
     observations = th.as_tensor(buffer.observations.reshape(-1, *buffer.obs_shape))
@@ -72,17 +88,7 @@ def test_worker_gradients_are_not_accumulated(monkeypatch, policy, make_env):
         policy_kwargs=dict(optimizer_class=SharedSGD),
     )
     model._share_model()
-    applied_updates = []  # (parameters before the step, gradients the shared optimizer applied)
-
-    def record_step(optimizer, args, kwargs):
-        applied_updates.append(
-            (
-                [p.detach().clone() for p in model.policy.parameters()],
-                [p.grad.detach().clone() for p in model.policy.parameters()],
-            )
-        )
-
-    model.policy.optimizer.register_step_pre_hook(record_step)
+    applied_updates = record_optimizer_steps(model)
     RecordingCollector.collected_buffers = []
     monkeypatch.setattr(actor_learner, "RolloutCollector", RecordingCollector)
 

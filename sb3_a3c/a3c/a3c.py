@@ -21,6 +21,7 @@ from sb3_a3c.a3c.actor_learner import ActorLearnerJob, WorkerStart, run_actor_le
 from sb3_a3c.a3c.reporting import WorkerEnvs, WorkerReportHandler
 from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin, shared_optimizer_class
 from sb3_a3c.a3c.step_locals import callback_may_read_observations
+from sb3_a3c.a3c.synchronous_update import GradientExchange
 from sb3_a3c.a3c.validation import check_envs_divide_among_workers, check_fork_is_available, cpu_device
 from sb3_a3c.a3c.worker_envs import check_worker_env_support, describe_env, import_worker_env, put_back_worker_envs
 from sb3_a3c.a3c.worker_pool import WorkerPool
@@ -55,6 +56,8 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     together, so the policy's forward pass is batched), and applies the gradient of its loss to the shared
     policy with the shared optimizer (statistics in shared memory): the loop is
     ``sb3_a3c.a3c.actor_learner.run_actor_learner``, the update ``sb3_a3c.a3c.update.apply_update``.
+    With ``synchronous_updates=True`` the workers instead apply the mean of their gradients together
+    (``sb3_a3c.a3c.synchronous_update``).
     Callbacks and logging run in the main process.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, MlpLstmPolicy, CnnLstmPolicy, ...)
@@ -67,7 +70,8 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         Equivalent to the classic n-step advantage when set to 1.
     :param ent_coef: Entropy coefficient for the loss calculation
     :param vf_coef: Value function coefficient for the loss calculation
-    :param max_grad_norm: The maximum value for the gradient clipping (of each worker's gradient)
+    :param max_grad_norm: The maximum value for the gradient clipping (of each worker's gradient; with
+        ``synchronous_updates``, of the workers' mean gradient)
     :param rms_prop_eps: RMSProp epsilon. It stabilizes square root computation in denominator
         of RMSProp update
     :param use_rms_prop: Whether to use shared RMSprop (default) or shared Adam as optimizer
@@ -79,6 +83,11 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     :param n_envs: Number of envs to create when ``env`` is an env id (default: one per CPU core)
     :param n_workers: Number of worker processes; the envs are split evenly between them. Default (None):
         one worker per env. On a CPU, one worker per core with several envs each is usually fastest.
+    :param synchronous_updates: Whether the workers wait for each other after each rollout: worker 0 then
+        applies the mean of all workers' gradients in one optimizer step, and every worker starts its next
+        rollout from the parameters of that step (the update synchronous A2C makes with all ``n_envs``
+        envs, computed by ``n_workers`` processes). False (default): asynchronous (Hogwild), each worker
+        applies its own gradient as soon as it has it. Not available with ``ray_address``.
     :param ray_address: Train on the machines of a Ray cluster (``pip install "sb3-a3c[ray]"``): "auto" for the
         cluster ``ray start`` runs on this machine, "HOST:PORT" for another, "local" for a Ray cluster of this
         machine alone. One learner per machine runs ``n_workers / n_machines`` workers on ``n_envs / n_machines``
@@ -120,6 +129,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         normalize_advantage: bool = False,
         n_envs: int | None = None,
         n_workers: int | None = None,
+        synchronous_updates: bool = False,
         ray_address: str | None = None,
         n_machines: int | None = None,
         machine_sync_interval: int = 10,
@@ -143,6 +153,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         )
         if n_machines is not None:
             require(is_positive_int(n_machines), "n_machines", n_machines, "an integer >= 1 (or None: one per Ray node)")
+        require(isinstance(synchronous_updates, bool), "synchronous_updates", synchronous_updates, "True or False")
         require(is_positive_int(machine_sync_interval), "machine_sync_interval", machine_sync_interval, "an integer >= 1")
         check_fork_is_available(type(self).__name__)
         if isinstance(env, str):
@@ -178,6 +189,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         self.use_rms_prop = use_rms_prop
         self.normalize_advantage = normalize_advantage
         self.n_workers = n_workers
+        self.synchronous_updates = synchronous_updates
         self.ray_address = ray_address
         self.n_machines = n_machines
         self.machine_sync_interval = machine_sync_interval
@@ -200,6 +212,11 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         """Refuse, before anything starts, what the Ray backend cannot run."""
         if self.ray_address is None:
             return
+        if self.synchronous_updates:
+            raise ValueError(
+                "synchronous_updates=True cannot be used with ray_address: the workers of different machines do not "
+                "wait for each other. Train with synchronous_updates=False on Ray, or on one machine (ray_address=None)."
+            )
         if unwrap_vec_normalize(self.env) is not None:
             raise ValueError(
                 "VecNormalize cannot be used with ray_address: each machine would normalise with its own statistics, "
@@ -308,6 +325,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             update_lock=context.Lock(),
             record_observations=record_observations,
             starts=starts or [],
+            gradient_exchange=GradientExchange.for_policy(self.policy, n_workers) if self.synchronous_updates else None,
         )
 
     def _worker_starts_to_continue(self, reset_num_timesteps: bool) -> list[WorkerStart | None] | None:

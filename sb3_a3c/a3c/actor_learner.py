@@ -20,6 +20,7 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_a3c.a3c.reporting import RolloutReport, WorkerEnvs
 from sb3_a3c.a3c.rollout_collector import CollectorState, RolloutCollector
+from sb3_a3c.a3c.synchronous_update import GradientExchange, apply_synchronous_update
 from sb3_a3c.a3c.update import apply_update
 from sb3_a3c.a3c.worker_envs import export_worker_env, make_worker_env
 
@@ -67,6 +68,8 @@ class ActorLearnerJob:
     :param max_rollouts_ahead: a worker waits before a new rollout while it is this many rollouts ahead of
         the slowest worker: the main process shows step ``t`` of all workers together, and keeps the
         reports of the faster ones meanwhile
+    :param gradient_exchange: with synchronous updates, where the workers' gradients meet (worker 0 applies
+        their mean); None: each worker applies its own (Hogwild)
     """
 
     shared_policy: ActorCriticPolicy
@@ -93,6 +96,7 @@ class ActorLearnerJob:
     record_observations: bool = False
     starts: list[WorkerStart | None] = field(default_factory=list)
     max_rollouts_ahead: int = 16
+    gradient_exchange: GradientExchange | None = None
 
     def worker_env_indices(self, rank: int) -> range:
         """The indices, in the training VecEnv, of the envs that worker ``rank`` steps."""
@@ -159,8 +163,8 @@ def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Ro
         with job.global_step_counter.get_lock():
             job.global_step_counter.value += steps_per_update
 
-        # Loss, gradient, and the shared optimizer's step
-        metrics = apply_update(
+        # Loss, gradient, and the shared optimizer's step (or the step of all workers' mean gradient)
+        update_arguments = (
             local_policy,
             job.shared_policy,
             collector.rollout_buffer,
@@ -169,9 +173,22 @@ def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Ro
             job.vf_coef,
             job.max_grad_norm,
             job.normalize_advantage,
-            learning_rate=job.lr_schedule(job.progress_remaining()),
-            update_lock=job.update_lock,
+            job.lr_schedule(job.progress_remaining()),
+            job.update_lock,
         )
+        if job.gradient_exchange is None:
+            metrics = apply_update(*update_arguments)
+        else:
+            synchronous_metrics = apply_synchronous_update(
+                *update_arguments,
+                exchange=job.gradient_exchange,
+                rank=rank,
+                update_number=job.rollouts_done[rank] + 1,
+                stop_requested=job.stop_event.is_set,
+            )
+            if synchronous_metrics is None:
+                break  # stopped while waiting for the other workers
+            metrics = synchronous_metrics
         job.rollouts_done[rank] += 1
 
         send_report(

@@ -14,7 +14,7 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import explained_variance, update_learning_rate
 
-from sb3_a3c.common.losses import actor_critic_loss
+from sb3_a3c.common.losses import ActorCriticLoss, actor_critic_loss
 
 
 class NonFiniteLossError(RuntimeError):
@@ -59,6 +59,34 @@ def apply_update(
     :param update_lock: held during the shared optimizer's step, so that a checkpoint never holds half an update
     :raises NonFiniteLossError: when the loss or the gradient is not finite (the shared policy is not touched)
     """
+    losses, grad_norm = rollout_gradient(
+        local_policy, rollout_buffer, action_space, ent_coef, vf_coef, max_grad_norm, normalize_advantage
+    )
+
+    # Hand the gradient to the shared parameters (Hogwild: read and written without a lock)
+    for local_param, shared_param in zip(local_policy.parameters(), shared_policy.parameters()):
+        shared_param.grad = local_param.grad
+
+    step_shared_optimizer(shared_policy, local_policy, learning_rate, update_lock)
+    return update_metrics(losses, rollout_buffer, grad_norm.item())
+
+
+def rollout_gradient(
+    local_policy: ActorCriticPolicy,
+    rollout_buffer: RolloutBuffer,
+    action_space: spaces.Space,
+    ent_coef: float,
+    vf_coef: float,
+    max_grad_norm: float,
+    normalize_advantage: bool,
+) -> tuple[ActorCriticLoss, th.Tensor]:
+    """
+    Compute the A2C loss of the rollout on ``local_policy`` and leave its gradient, clipped to ``max_grad_norm``,
+    in ``local_policy``'s ``.grad`` (the gradient of this rollout only).
+
+    :return: the loss with its terms, and the gradient's norm before clipping
+    :raises NonFiniteLossError: when the loss or the gradient is not finite
+    """
     local_policy.set_training_mode(True)
     rollout_data = next(rollout_buffer.get(batch_size=None))
 
@@ -77,13 +105,21 @@ def apply_update(
             f"non-finite loss ({losses.loss.item()}) or gradient norm ({grad_norm.item()}); the shared parameters "
             "were not updated. Check the env's rewards and observations (VecCheckNan(raise_exception=True) finds the step)."
         )
+    return losses, grad_norm
 
-    # Hand the gradient to the shared parameters (Hogwild: read and written without a lock)
-    for local_param, shared_param in zip(local_policy.parameters(), shared_policy.parameters()):
-        shared_param.grad = local_param.grad
 
-    # Shared optimizer step, under the lock that checkpoints take too; the running statistics that the
-    # loss's forward pass updated (BatchNorm) go to the shared policy with it
+def step_shared_optimizer(
+    shared_policy: ActorCriticPolicy,
+    local_policy: ActorCriticPolicy,
+    learning_rate: float,
+    update_lock: multiprocessing.synchronize.Lock,
+) -> None:
+    """
+    Apply the gradient held by ``shared_policy``'s parameters with its shared optimizer, then clear it.
+
+    Runs under the lock that checkpoints take too; the running statistics that the loss's forward pass
+    updated on ``local_policy`` (BatchNorm) go to the shared policy with the step.
+    """
     shared_optimizer = shared_policy.optimizer
     update_learning_rate(shared_optimizer, learning_rate)
     with update_lock:
@@ -92,10 +128,13 @@ def apply_update(
             shared_buffer.copy_(local_buffer)
     shared_optimizer.zero_grad(set_to_none=True)
 
+
+def update_metrics(losses: ActorCriticLoss, rollout_buffer: RolloutBuffer, grad_norm: float) -> UpdateMetrics:
+    """The ``train/*`` figures of one update."""
     return UpdateMetrics(
         policy_loss=losses.policy_loss,
         value_loss=losses.value_loss,
         entropy_loss=losses.entropy_loss,
         explained_variance=float(explained_variance(rollout_buffer.values.flatten(), rollout_buffer.returns.flatten())),
-        grad_norm=grad_norm.item(),
+        grad_norm=grad_norm,
     )
