@@ -13,8 +13,8 @@ REWARD_THRESHOLD = 400
 @pytest.mark.parametrize(
     "policy, synchronous_updates, budget",
     [
-        # Budgets several times the steps these runs typically need (about 10k for the MLP; 60k-95k for the
-        # Hogwild LSTM, about 21k for the synchronous one); training stops as soon as 400 is reached.
+        # Budgets several times the steps these runs typically need (about 10k for the MLP, about 21k for the
+        # LSTM); training stops as soon as 400 is reached.
         ("MlpPolicy", False, 100_000),
         # The default LSTM (one 64-unit LSTM, the actor's), with synchronous updates: their training repeats for
         # a seed, where a Hogwild run differs each time and can collapse before it reaches 400.
