@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 from ale_py.vector_env import AtariVectorEnv
-from result_files import median_of_rounds, write_result
+from result_files import alternating_rounds, median_of_rounds, write_result
 from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.vec_env import VecFrameStack, VecTransposeImage
 from throughput import ENV_ID, shipped_a3c_entry, time_in_worker_processes
@@ -133,11 +133,10 @@ def main() -> None:
 
     variants = [(mode, source) for mode in MODES for source in ENV_SOURCES]
     rates: dict[str, list[float]] = {f"{mode} {source}": [] for mode, source in variants}
-    for round_index in range(args.rounds):
-        for mode, source in variants if round_index % 2 == 0 else reversed(variants):
-            rate = measure(mode, source, args.steps)
-            rates[f"{mode} {source}"].append(round(rate, 1))
-            print(f"round {round_index}: {mode:<12} {source:<18} {rate:8.1f} steps/s", flush=True)
+    for round_index, (mode, source) in alternating_rounds(variants, args.rounds):
+        rate = measure(mode, source, args.steps)
+        rates[f"{mode} {source}"].append(round(rate, 1))
+        print(f"round {round_index}: {mode:<12} {source:<18} {rate:8.1f} steps/s", flush=True)
     medians = median_of_rounds(rates)
     ratios = {mode: round(medians[f"{mode} ale_vector_env"] / medians[f"{mode} sb3_atari_wrapper"], 2) for mode in MODES}
     for mode, ratio in ratios.items():

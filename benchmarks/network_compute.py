@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from result_files import median_of_rounds, write_result
+from result_files import alternating_rounds, median_of_rounds, write_result
 from throughput import shipped_a3c_entry
 
 from sb3_a3c import A3C
@@ -138,11 +138,10 @@ def main() -> None:
     th.set_num_threads(1)
     network = WorkerNetwork()
     rates: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
-    for round_index in range(args.rounds):
-        for variant in VARIANTS if round_index % 2 == 0 else reversed(list(VARIANTS)):
-            rate = measure(network, variant, args.updates)
-            rates[variant].append(round(rate, 1))
-            print(f"round {round_index}: {variant:<26} {rate:8.1f} samples/s", flush=True)
+    for round_index, variant in alternating_rounds(list(VARIANTS), args.rounds):
+        rate = measure(network, variant, args.updates)
+        rates[variant].append(round(rate, 1))
+        print(f"round {round_index}: {variant:<26} {rate:8.1f} samples/s", flush=True)
     medians = median_of_rounds(rates)
     ratios = {variant: round(medians[variant] / medians["shipped"], 2) for variant in VARIANTS}
     for variant, ratio in ratios.items():

@@ -2,8 +2,18 @@
 
 import json
 import statistics
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+Variant = TypeVar("Variant")
+
+
+def alternating_rounds(variants: Sequence[Variant], rounds: int) -> Iterator[tuple[int, Variant]]:
+    """(round, variant) for ``rounds`` rounds of ``variants``, every other round reversed so no variant always runs first."""
+    for round_index in range(rounds):
+        for variant in variants if round_index % 2 == 0 else reversed(variants):
+            yield round_index, variant
 
 
 def median_of_rounds(rates: dict[str, list[float]]) -> dict[str, float]:
