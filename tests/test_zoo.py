@@ -194,5 +194,6 @@ def test_zoo_atari_entry_trains(tmp_path, algo):
         assert model.policy.lstm_actor.hidden_size == 256
     if algo in ("a3c", "a3c_lstm"):
         assert (model.n_envs, model.n_workers) == (16, 2)
+        assert model.synchronous_updates == (algo == "a3c")  # the feed-forward entry updates synchronously
         # enjoy loads the 2-worker model with a single env and plays (run() checks the exit status)
         zoo("enjoy", algo, "--no-render", "-n", "300", cwd=tmp_path, env_id="PongNoFrameskip-v4")
