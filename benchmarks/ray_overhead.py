@@ -64,9 +64,7 @@ def main() -> None:
     try:
         for round_index in range(args.rounds):
             for variant, (address, n_machines) in VARIANTS.items():
-                model = make_shipped_a3c()
-                model.ray_address, model.n_machines = address, n_machines
-                model.synchronous_updates = False
+                model = make_shipped_a3c(ray_address=address, n_machines=n_machines, synchronous_updates=False)
                 sync_interval = model.machine_sync_interval
                 callback = RateAfterWarmup(args.warmup)
                 start, start_cpu = time.perf_counter(), time.process_time()

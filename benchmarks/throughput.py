@@ -122,13 +122,14 @@ def sync_a2c(steps: int) -> float:
     return _timed_learn(SyncA2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
 
 
-def make_shipped_a3c(seed: int = 0, policy: str | None = None, algo: str = "a3c") -> A3C:
+def make_shipped_a3c(seed: int = 0, policy: str | None = None, algo: str = "a3c", **overrides: Any) -> A3C:
     """
     A3C on Pong with the shipped Zoo entry: its envs, wrappers, policy, workers and hyperparameters.
 
     :param seed: seed of the envs and the model
     :param policy: a policy to use instead of the entry's (all else unchanged)
     :param algo: the Zoo name whose hyperparameter file holds the entry ("a3c" or "a3c_lstm")
+    :param overrides: A3C arguments to use instead of the entry's (as ``--hyperparams`` on the Zoo command)
     """
     entry = shipped_a3c_entry(algo)
     env = make_vec_env(ENV_ID, n_envs=entry["n_envs"], seed=seed, wrapper_class=get_wrapper_class(entry))
@@ -139,6 +140,7 @@ def make_shipped_a3c(seed: int = 0, policy: str | None = None, algo: str = "a3c"
             hyperparameters[key] = linear_schedule(float(value.removeprefix("lin_")))
     if isinstance(hyperparameters.get("policy_kwargs"), str):
         hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"])  # as the Zoo does
+    hyperparameters.update(overrides)
     return A3C(policy or entry["policy"], env, seed=seed, **hyperparameters)
 
 
