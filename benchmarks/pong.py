@@ -6,7 +6,8 @@ own evaluation every 25k steps, 5 episodes), or with ``--eval-freq F --eval-epis
 ``--eval-freq`` is given; stops it with Ctrl-C (SIGINT, as a user would; the Zoo then saves the model)
 after ``--minutes``, and records each evaluation with the wall-clock second at which it appeared. Note:
 on Atari the Zoo's evaluation samples actions (``deterministic=False``), as it does for every algorithm.
-Writes CSV (wall_clock_s, steps, eval_mean, eval_std), the training episodes of the Zoo's Monitor files
+Writes CSV (wall_clock_s, steps, eval_mean, eval_std), the Zoo's training log (SB3's tables) to ``*_training.log``,
+the training episodes of the Zoo's Monitor files
 to ``*_episodes.csv`` (wall_clock_s, reward, length), and a PNG of all CSVs given to ``--plot``.
 
     python benchmarks/pong.py --algo a3c --minutes 30 --seed 0
@@ -79,10 +80,13 @@ def record(
     start_epoch = time.time()
     # SIGINT back to its default: a shell starting this script in the background (nohup ... &) ignores
     # it, the child would inherit that, and the Zoo would never get its KeyboardInterrupt
+    # The Zoo's training log (SB3's tables: train/entropy_loss, train/explained_variance, ...) beside the CSV
+    training_log = output.with_name(output.stem + "_training.log").open("a")
     process = subprocess.Popen(
         command,
         start_new_session=True,
-        stdout=subprocess.DEVNULL,
+        stdout=training_log,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     reached = False

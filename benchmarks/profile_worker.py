@@ -1,8 +1,8 @@
 """
 Where an A3C worker's time goes, on Pong with the shipped Zoo entry: py-spy samples every process
 (``--subprocesses``) while A3C trains, and each sample of a worker is put in one category
-(env step, policy forward while acting, loss forward, backward, optimizer step, parameter sync,
-report to the main process, rollout buffer and GAE, other).
+(env step, frame preprocessing, policy forward while acting, loss forward, backward, optimizer step,
+parameter sync, report to the main process, rollout buffer and GAE, LSTM sequences, other).
 
     python benchmarks/profile_worker.py --steps 60000
 
@@ -24,10 +24,12 @@ from pathlib import Path
 CATEGORIES = [
     ("report to main process (IPC)", ("send_report", "_send_bytes", "send")),
     ("parameter sync (load_state_dict)", ("load_state_dict",)),
-    ("optimizer step (shared RMSprop, lock)", ("apply_gradients_to_shared_policy",)),
+    ("optimizer step (shared optimizer, lock)", ("step_shared_optimizer",)),
     ("backward", ("backward", "_engine_run_backward")),
-    ("loss forward (evaluate_actions)", ("actor_critic_loss",)),
-    ("env step (ALE + Atari wrappers)", ("step_wait",)),
+    ("loss forward (evaluate_actions, LSTM re-run)", ("actor_critic_loss",)),
+    ("sequences of the LSTM buffer (padding, sampling)", ("_get_samples", "create_sequencers", "get")),
+    ("frame preprocessing (crop, resize, normalisation)", ("observation",)),
+    ("env step (ALE, frame skip, Atari wrappers)", ("step_wait",)),
     ("buffer, returns and GAE", ("compute_returns_and_advantage", "add")),
     ("policy forward while acting", ("forward", "_predict", "predict_values")),
     ("rollout bookkeeping (collect_rollouts)", ("collect_rollouts",)),

@@ -5,6 +5,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.envs import IdentityEnvMultiBinary, IdentityEnvMultiDiscrete, SimpleMultiObsEnv
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -13,6 +14,8 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_a3c import A3C, SyncA2C
+from sb3_a3c.common.atari_wrappers import A3CAtariWrapper
+from sb3_a3c.common.policies import A3CCnnLstmPolicy
 from sb3_a3c.common.torch_layers import ClassicA3CCNN, SmallAtariCNN, SmallCnnConvolutions
 
 gym.register_envs(ale_py)
@@ -109,6 +112,43 @@ def test_classic_a3c_cnn_on_42x42_atari_frames():
     assert model.policy.features_extractor.cnn(th.zeros(1, 4, 42, 42)).shape == (1, 32 * 3 * 3)
     model.learn(200)
     assert model.num_timesteps >= 200
+
+
+def test_a3c_atari_wrapper_gives_one_normalised_42x42_frame():
+    env = A3CAtariWrapper(gym.make("PongNoFrameskip-v4"))
+    observation, _ = env.reset(seed=0)
+    assert observation.shape == (1, 42, 42) and observation.dtype == np.float32
+    assert env.observation_space.shape == (1, 42, 42)
+    frames = [env.step(env.action_space.sample())[0] for _ in range(200)]
+    # The running statistics are bias-corrected: the frames are normalised from the first one on
+    assert abs(float(np.mean(frames))) < 0.5 and 0.5 < float(np.std(frames)) < 2.0
+    assert float(np.ptp(frames[-1])) > 0  # the paddles and the ball survive the crop and the resize
+
+
+def test_a3c_lstm_policy_trains_its_lstm_with_the_value_loss():
+    """Unlike sb3-contrib's shared_lstm, the critic's gradient reaches the LSTM and the convolutions."""
+    env = make_vec_env("PongNoFrameskip-v4", n_envs=2, seed=0, wrapper_class=A3CAtariWrapper)
+    policy = A3C("A3CCnnLstmPolicy", env, seed=0).policy
+    assert isinstance(policy, A3CCnnLstmPolicy) and policy.shared_lstm and policy.lstm_critic is None
+    assert policy.features_extractor.cnn(th.zeros(1, 1, 42, 42)).shape == (1, 32 * 3 * 3)
+    observations = th.as_tensor(np.stack([env.reset()] * 3).reshape(6, 1, 42, 42))
+    zeros = th.zeros(1, 2, 256)
+    states = RNNStates((zeros, zeros), (zeros, zeros))
+    values, _, _ = policy.evaluate_actions(observations, th.zeros(6), states, th.zeros(6))
+    values.sum().backward()
+    assert policy.lstm_actor.weight_ih_l0.grad.abs().sum() > 0
+    assert policy.features_extractor.cnn[0].weight.grad.abs().sum() > 0
+    assert policy.action_net.weight.grad is None or policy.action_net.weight.grad.abs().sum() == 0
+
+
+def test_a3c_lstm_policy_trains_on_a3c_atari_frames():
+    env = make_vec_env("PongNoFrameskip-v4", n_envs=4, seed=0, wrapper_class=A3CAtariWrapper)
+    model = A3C("A3CCnnLstmPolicy", env, n_workers=2, n_steps=20, use_rms_prop=False, max_grad_norm=40, seed=0)
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(800)
+    assert all(not (a == b).all() for a, b in zip(before, model.policy.parameters())), "every layer is trained"
+    actions, state = model.predict(env.reset(), state=None, episode_start=np.ones(4, dtype=bool))
+    assert actions.shape == (4,) and state[0].shape == (1, 4, 256)
 
 
 @pytest.mark.parametrize("extractor", [SmallAtariCNN, SmallCnnConvolutions, ClassicA3CCNN])

@@ -13,6 +13,7 @@ import torch as th
 import yaml
 
 from sb3_a3c import A3C, SyncA2C
+from sb3_a3c.common.policies import A3CCnnLstmPolicy
 from sb3_a3c.zoo import registration, startup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -59,8 +60,8 @@ def test_zoo_sees_our_algorithms_hyperparameters_and_samplers(tmp_path):
     code = (
         "from rl_zoo3.utils import ALGOS;"
         "from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER as S, HYPERPARAMS_CONVERTER as C;"
-        "print(ALGOS['a3c'].__name__, ALGOS['a3c_lstm'].__name__, ALGOS['sync_a2c'].__name__,"
-        "'a3c' in S, 'a3c_lstm' in S, 'sync_a2c' in C, 'a3c_lstm' in C)"
+        "print(ALGOS['a3c'].__name__, ALGOS['a3c_cnn'].__name__, ALGOS['sync_a2c'].__name__,"
+        "'a3c' in S, 'a3c_cnn' in S, 'sync_a2c' in C, 'a3c_cnn' in C)"
     )
     output = run(sys.executable, "-c", code, cwd=tmp_path).stdout.split()
     assert output == ["A3C", "A3C", "SyncA2C", "True", "True", "True", "True"]
@@ -70,7 +71,7 @@ def test_zoo_sees_our_algorithms_hyperparameters_and_samplers(tmp_path):
     "algo, env_ids",
     [
         ("a3c", ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4", "CartPole-v1", "Acrobot-v1", "Pendulum-v1"]),
-        ("a3c_lstm", ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4", "CartPole-v1"]),
+        ("a3c_cnn", ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4"]),
         ("sync_a2c", ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4", "CartPole-v1", "Acrobot-v1", "Pendulum-v1"]),
     ],
 )
@@ -81,7 +82,7 @@ def test_shipped_hyperparameters_cover_the_zoo_entries(algo, env_ids):
         entry = hyperparams.get(env_id, hyperparams["atari"] if env_id.endswith("NoFrameskip-v4") else None)
         assert entry is not None, env_id
         assert "policy" in entry and "n_timesteps" in entry
-    assert "default" in hyperparams
+    assert "default" in hyperparams or algo == "a3c_cnn"  # a3c_cnn has image entries only
     assert [env_id for env_id, entry in hyperparams.items() if env_id != "atari" and entry == hyperparams["atari"]] == []
 
 
@@ -166,7 +167,7 @@ def test_wheel_install_registers_with_the_zoo(tmp_path):
     wheel = next((tmp_path / "dist").glob("sb3_a3c-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "sb3_a3c_zoo.pth" in names
-    assert {f"sb3_a3c/hyperparams/{algo}.yml" for algo in ("a3c", "a3c_lstm", "sync_a2c")} <= set(names)
+    assert {f"sb3_a3c/hyperparams/{algo}.yml" for algo in ("a3c", "a3c_cnn", "sync_a2c")} <= set(names)
 
     target = tmp_path / "site"
     run(sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel), cwd=tmp_path)
@@ -182,18 +183,22 @@ def test_wheel_install_registers_with_the_zoo(tmp_path):
     assert (tmp_path / "logs" / "a3c" / "CartPole-v1_1" / "CartPole-v1.zip").exists()
 
 
-@pytest.mark.parametrize("algo", ["a3c", "a3c_lstm", "sync_a2c"])
+@pytest.mark.parametrize("algo", ["a3c", "a3c_cnn", "sync_a2c"])
 def test_zoo_atari_entry_trains(tmp_path, algo):
-    """The shipped PongNoFrameskip-v4 entry (AtariWrapper, frame stack, our policies) runs through the Zoo."""
+    """The shipped PongNoFrameskip-v4 entry (its wrapper, frames and policy) runs through the Zoo."""
     run_folder = zoo_train(tmp_path, algo, "PongNoFrameskip-v4", "-n", "1000", "--eval-freq", "-1")
-    model = {"a3c": A3C, "a3c_lstm": A3C, "sync_a2c": SyncA2C}[algo].load(run_folder / "PongNoFrameskip-v4.zip")
+    model = {"a3c": A3C, "a3c_cnn": A3C, "sync_a2c": SyncA2C}[algo].load(run_folder / "PongNoFrameskip-v4.zip")
     assert model.num_timesteps >= 1000
-    expected_frame_size = 84  # AtariWrapper's default screen_size
-    assert model.observation_space.shape == (4, expected_frame_size, expected_frame_size)
-    if algo == "a3c_lstm":
+    if algo == "a3c":
+        # The A3C paper's LSTM agent: one normalised 42x42 frame, Hogwild updates
+        assert isinstance(model.policy, A3CCnnLstmPolicy)
         assert model.policy.lstm_actor.hidden_size == 256
-    if algo in ("a3c", "a3c_lstm"):
-        assert (model.n_envs, model.n_workers) == (16, 2)
-        assert model.synchronous_updates == (algo == "a3c")  # the feed-forward entry updates synchronously
+        assert model.observation_space.shape == (1, 42, 42)
+        assert (model.n_envs, model.n_workers, model.synchronous_updates) == (8, 2, False)
+    else:
+        assert model.observation_space.shape == (4, 84, 84)  # AtariWrapper's frames, stacked
+    if algo == "a3c_cnn":
+        assert (model.n_envs, model.n_workers, model.synchronous_updates) == (16, 2, True)
+    if algo in ("a3c", "a3c_cnn"):
         # enjoy loads the 2-worker model with a single env and plays (run() checks the exit status)
         zoo("enjoy", algo, "--no-render", "-n", "300", cwd=tmp_path, env_id="PongNoFrameskip-v4")

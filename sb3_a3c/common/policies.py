@@ -4,6 +4,7 @@ from typing import Any
 
 import torch as th
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from sb3_contrib.ppo_recurrent.policies import CnnLstmPolicy, MlpLstmPolicy, MultiInputLstmPolicy
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import (
@@ -15,7 +16,12 @@ from stable_baselines3.common.policies import (
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from sb3_a3c.common.torch_layers import NatureCnnConvolutions, SmallAtariCNN, SmallCnnConvolutions
+from sb3_a3c.common.torch_layers import (
+    ClassicA3CConvolutions,
+    NatureCnnConvolutions,
+    SmallAtariCNN,
+    SmallCnnConvolutions,
+)
 
 
 class CnnTwoHeadPolicy(ActorCriticCnnPolicy):
@@ -179,6 +185,52 @@ class SmallCnnTwoHeadLstmPolicy(ActorLstmCnnPolicy):
         )
 
 
+class A3CCnnLstmPolicy(RecurrentActorCriticPolicy):
+    """
+    The classic A3C-LSTM network (universe-starter-agent, pytorch-a3c) for ``A3CAtariWrapper``'s 42x42 frames:
+    four 3x3 stride-2 convolutions of 32 channels with ELU (``ClassicA3CConvolutions``), one 256-unit LSTM
+    shared by the actor and the critic, and linear actor and critic heads on its output.
+
+    Unlike sb3-contrib's ``shared_lstm=True``, which detaches the critic from the LSTM, the value loss trains
+    the LSTM and the convolutions too, as in the classic agent.
+
+    Takes the arguments of sb3-contrib's ``CnnLstmPolicy``; the defaults of ``features_extractor_class``,
+    ``net_arch`` (none), ``lstm_hidden_size`` and ``shared_lstm`` differ.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        net_arch: list[int] | dict[str, list[int]] | None = None,
+        features_extractor_class: type[BaseFeaturesExtractor] = ClassicA3CConvolutions,
+        lstm_hidden_size: int = 256,
+        shared_lstm: bool = True,
+        enable_critic_lstm: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            *args,
+            net_arch=[] if net_arch is None else net_arch,
+            features_extractor_class=features_extractor_class,
+            lstm_hidden_size=lstm_hidden_size,
+            shared_lstm=shared_lstm,
+            enable_critic_lstm=enable_critic_lstm,
+            **kwargs,
+        )
+
+    def evaluate_actions(
+        self, obs: th.Tensor, actions: th.Tensor, lstm_states: RNNStates, episode_starts: th.Tensor
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        if not self.shared_lstm:
+            return super().evaluate_actions(obs, actions, lstm_states, episode_starts)
+        features = self.extract_features(obs)
+        latent, _ = self._process_sequence(features, lstm_states.pi, episode_starts, self.lstm_actor)
+        # The critic reads the shared LSTM's output without detaching it
+        distribution = self._get_action_dist_from_latent(self.mlp_extractor.forward_actor(latent))
+        values = self.value_net(self.mlp_extractor.forward_critic(latent))
+        return values, distribution.log_prob(actions), distribution.entropy()
+
+
 POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpPolicy": ActorCriticPolicy,
     "CnnPolicy": ActorCriticCnnPolicy,
@@ -191,6 +243,7 @@ POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "SmallCnnTwoHeadPolicy": SmallCnnTwoHeadPolicy,
     "SmallCnnLstmPolicy": SmallCnnLstmPolicy,
     "SmallCnnTwoHeadLstmPolicy": SmallCnnTwoHeadLstmPolicy,
+    "A3CCnnLstmPolicy": A3CCnnLstmPolicy,
 }
 
 # Keyword arguments that only sb3-contrib's recurrent policies understand

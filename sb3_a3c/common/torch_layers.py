@@ -1,6 +1,7 @@
 """Feature extractors for image observations."""
 
 import gymnasium as gym
+import numpy as np
 import torch as th
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
@@ -96,6 +97,14 @@ class SmallCnnConvolutions(_ConvolutionsThenDense):
         super().__init__(observation_space, small_atari_convolutions(observation_space.shape[0]), None, normalized_image)
 
 
+def classic_a3c_convolutions(n_input_channels: int) -> list[nn.Module]:
+    """The four convolutions of the classic A3C code for 42x42 frames: 3x3, stride 2, 32 channels, ELU."""
+    convolutions: list[nn.Module] = []
+    for in_channels in (n_input_channels, 32, 32, 32):
+        convolutions += [nn.Conv2d(in_channels, 32, kernel_size=3, stride=2, padding=1), nn.ELU()]
+    return convolutions
+
+
 class ClassicA3CCNN(_ConvolutionsThenDense):
     """
     The convolutions of the classic A3C code (universe-starter-agent, pytorch-a3c) for 42x42 frames:
@@ -110,7 +119,20 @@ class ClassicA3CCNN(_ConvolutionsThenDense):
     """
 
     def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 256, normalized_image: bool = False) -> None:
-        convolutions: list[nn.Module] = []
-        for in_channels in (observation_space.shape[0], 32, 32, 32):
-            convolutions += [nn.Conv2d(in_channels, 32, kernel_size=3, stride=2, padding=1), nn.ELU()]
+        convolutions = classic_a3c_convolutions(observation_space.shape[0])
         super().__init__(observation_space, convolutions, features_dim, normalized_image)
+
+
+class ClassicA3CConvolutions(_ConvolutionsThenDense):
+    """
+    The four convolutions of ``ClassicA3CCNN``, flattened, without its dense layer (288 features on 42x42
+    frames): the input of the classic A3C agent's LSTM.
+
+    :param observation_space: channel-first image observations, uint8 or already normalised floats
+        (``A3CAtariWrapper``'s)
+    """
+
+    def __init__(self, observation_space: gym.spaces.Box) -> None:
+        convolutions = classic_a3c_convolutions(observation_space.shape[0])
+        normalized_image = observation_space.dtype != np.uint8
+        super().__init__(observation_space, convolutions, None, normalized_image)

@@ -24,7 +24,7 @@ WRITTEN_FOR = {"rl_zoo3": ((2, 9), (2, 10)), "sb3-team-hf-integration": ((3, 0),
 
 
 def hyperparams_path(algo: str) -> str:
-    """Path of the Zoo hyperparameter file shipped with sb3-a3c for ``algo`` ("a3c", "a3c_lstm" or "sync_a2c")."""
+    """Path of the Zoo hyperparameter file shipped with sb3-a3c for ``algo`` ("a3c", "a3c_cnn" or "sync_a2c")."""
     return str(importlib.resources.files("sb3_a3c.hyperparams") / f"{algo}.yml")
 
 
@@ -88,7 +88,7 @@ def register_samplers(hyperparams_opt: ModuleType) -> None:
     from sb3_a3c.zoo.hyperparams_opt import sample_a3c_params, sample_sync_a2c_params
 
     hyperparams_opt.HYPERPARAMS_SAMPLER.setdefault("a3c", sample_a3c_params)
-    hyperparams_opt.HYPERPARAMS_SAMPLER.setdefault("a3c_lstm", sample_a3c_params)
+    hyperparams_opt.HYPERPARAMS_SAMPLER.setdefault("a3c_cnn", sample_a3c_params)
     hyperparams_opt.HYPERPARAMS_SAMPLER.setdefault("sync_a2c", sample_sync_a2c_params)
     for algo in ZOO_ALGORITHMS:
         hyperparams_opt.HYPERPARAMS_CONVERTER.setdefault(algo, hyperparams_opt.convert_onpolicy_params)
