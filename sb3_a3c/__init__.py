@@ -17,15 +17,24 @@ _LAZY_ATTRIBUTES = {
     "CnnTwoHeadPolicy": "sb3_a3c.common.policies",
     "SharedAdam": "sb3_a3c.a3c.shared_optimizers",
     "SharedAdamW": "sb3_a3c.a3c.shared_optimizers",
+    "RMSpropFromOne": "sb3_a3c.common.optimizers",
     "SharedRMSprop": "sb3_a3c.a3c.shared_optimizers",
+    "SharedRMSpropFromOne": "sb3_a3c.a3c.shared_optimizers",
     "SharedRMSpropTFLike": "sb3_a3c.a3c.shared_optimizers",
     "WorkerError": "sb3_a3c.a3c.worker_pool",
 }
 
 if TYPE_CHECKING:
     from sb3_a3c.a3c import A3C
-    from sb3_a3c.a3c.shared_optimizers import SharedAdam, SharedAdamW, SharedRMSprop, SharedRMSpropTFLike
+    from sb3_a3c.a3c.shared_optimizers import (
+        SharedAdam,
+        SharedAdamW,
+        SharedRMSprop,
+        SharedRMSpropFromOne,
+        SharedRMSpropTFLike,
+    )
     from sb3_a3c.a3c.worker_pool import WorkerError
+    from sb3_a3c.common.optimizers import RMSpropFromOne
     from sb3_a3c.common.policies import CnnTwoHeadPolicy
     from sb3_a3c.sync_a2c import SyncA2C
 
@@ -39,9 +48,11 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "A3C",
     "CnnTwoHeadPolicy",
+    "RMSpropFromOne",
     "SharedAdam",
     "SharedAdamW",
     "SharedRMSprop",
+    "SharedRMSpropFromOne",
     "SharedRMSpropTFLike",
     "SyncA2C",
     "WorkerError",

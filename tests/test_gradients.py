@@ -10,7 +10,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import FakeImageEnv
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
-from sb3_a3c import A3C, SharedAdam, SharedAdamW, SharedRMSprop, SharedRMSpropTFLike
+from sb3_a3c import A3C, RMSpropFromOne, SharedAdam, SharedAdamW, SharedRMSprop, SharedRMSpropFromOne, SharedRMSpropTFLike
 from sb3_a3c.a3c import actor_learner
 from sb3_a3c.a3c.rollout_collector import RolloutCollector
 from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin
@@ -130,7 +130,8 @@ def test_local_policy_does_not_share_memory_with_shared_policy():
 @pytest.mark.parametrize(
     "optimizer_class, shared_class, statistic, initial_value",
     [
-        (None, SharedRMSprop, "square_avg", 0.0),
+        (None, SharedRMSpropFromOne, "square_avg", 1.0),
+        (th.optim.RMSprop, SharedRMSprop, "square_avg", 0.0),
         (RMSpropTFLike, SharedRMSpropTFLike, "square_avg", 1.0),
         (th.optim.Adam, SharedAdam, "exp_avg_sq", 0.0),
         (th.optim.AdamW, SharedAdamW, "exp_avg_sq", 0.0),
@@ -154,12 +155,15 @@ def test_both_workers_update_the_same_optimizer_statistics(optimizer_class, shar
         assert (state[statistic] != initial_value).any()
 
 
-def test_shared_rmsprop_tf_like_makes_the_same_updates_as_sb3_rmsprop_tf_like():
+@pytest.mark.parametrize(
+    "reference_class, shared_class", [(RMSpropTFLike, SharedRMSpropTFLike), (RMSpropFromOne, SharedRMSpropFromOne)]
+)
+def test_shared_optimizer_makes_the_same_updates_as_its_unshared_version(reference_class, shared_class):
     th.manual_seed(0)
     reference = th.nn.Linear(4, 3)
     shared = copy.deepcopy(reference)
-    reference_optimizer = RMSpropTFLike(reference.parameters(), lr=7e-4, eps=1e-5)
-    shared_optimizer = SharedRMSpropTFLike(shared.parameters(), lr=7e-4, eps=1e-5)
+    reference_optimizer = reference_class(reference.parameters(), lr=7e-4, eps=1e-5)
+    shared_optimizer = shared_class(shared.parameters(), lr=7e-4, eps=1e-5)
     for _ in range(3):
         inputs = th.randn(8, 4)
         for module, optimizer in ((reference, reference_optimizer), (shared, shared_optimizer)):
@@ -171,10 +175,11 @@ def test_shared_rmsprop_tf_like_makes_the_same_updates_as_sb3_rmsprop_tf_like():
         assert shared_optimizer.state[shared_param]["square_avg"].is_shared()
 
 
-def test_default_optimizer_is_shared_rmsprop_with_a2c_settings():
+def test_default_optimizer_is_shared_rmsprop_from_one_with_a2c_settings():
     model = A3C("MlpPolicy", "CartPole-v1", n_envs=1, rms_prop_eps=1e-5)
     optimizer = model.policy.optimizer
-    assert isinstance(optimizer, SharedRMSprop)
+    assert isinstance(optimizer, SharedRMSpropFromOne)
+    assert all(th.equal(optimizer.state[param]["square_avg"], th.ones_like(param)) for param in model.policy.parameters())
     group = optimizer.param_groups[0]
     assert (group["alpha"], group["eps"], group["weight_decay"], group["lr"]) == (0.99, 1e-5, 0, 7e-4)
 
@@ -204,3 +209,16 @@ def test_learning_rate_schedule_follows_global_progress():
         assert th.equal(snapshot, param)
     assert model.policy.optimizer.param_groups[0]["lr"] == 0.0
     assert np.isclose(model._current_progress_remaining, 0.0, atol=0.02)
+
+
+def test_rmsprop_from_one_first_step_is_the_gradient_times_the_learning_rate():
+    """Torch's RMSprop moves every parameter by about 10 x lr at its first step, whatever its gradient; ours by lr x grad."""
+    parameter = th.nn.Parameter(th.tensor([1.0, 1.0]))
+    optimizer = RMSpropFromOne([parameter], lr=1e-3, alpha=0.99, eps=1e-5)
+    parameter.grad = th.tensor([1e-4, 1e-1])
+    optimizer.step()
+    th.testing.assert_close(1.0 - parameter.detach(), 1e-3 * parameter.grad / (0.99 + 0.01 * parameter.grad**2).sqrt() + 0)
+    torch_parameter = th.nn.Parameter(th.tensor([1.0, 1.0]))
+    torch_parameter.grad = parameter.grad.clone()
+    th.optim.RMSprop([torch_parameter], lr=1e-3, alpha=0.99, eps=1e-5).step()
+    assert (1.0 - torch_parameter.detach()).min() > 9e-3  # the torch default: 10 x lr, even for a gradient of 1e-4

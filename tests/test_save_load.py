@@ -9,7 +9,7 @@ import pytest
 import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 
-from sb3_a3c import A3C, SharedRMSprop, SyncA2C
+from sb3_a3c import A3C, RMSpropFromOne, SharedRMSpropFromOne, SyncA2C
 
 
 def sample_observations(n: int = 16) -> np.ndarray:
@@ -30,7 +30,7 @@ def test_save_load_round_trip_keeps_parameters_actions_and_optimizer_state(tmp_p
     actions, _ = loaded.predict(observations, deterministic=True)
     np.testing.assert_array_equal(actions, expected_actions)
 
-    assert isinstance(loaded.policy.optimizer, SharedRMSprop)
+    assert isinstance(loaded.policy.optimizer, SharedRMSpropFromOne)
     saved_state = model.policy.optimizer.state_dict()["state"]
     loaded_state = loaded.policy.optimizer.state_dict()["state"]
     assert saved_state.keys() == loaded_state.keys()
@@ -153,6 +153,6 @@ def test_load_accepts_the_policy_kwargs_the_model_was_built_with(tmp_path, algor
     algorithm("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), n_steps=8, policy_kwargs=policy_kwargs).save(tmp_path / "m")
     assert policy_kwargs == dict(net_arch=[32])
     loaded = algorithm.load(tmp_path / "m", policy_kwargs=dict(net_arch=[32]))
-    assert isinstance(loaded.policy.optimizer, th.optim.RMSprop)
+    assert isinstance(loaded.policy.optimizer, RMSpropFromOne)
     with pytest.raises(ValueError, match="policy kwargs do not equal"):
         algorithm.load(tmp_path / "m", policy_kwargs=dict(net_arch=[64]))

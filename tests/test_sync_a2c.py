@@ -29,8 +29,17 @@ def test_updates_match_sb3_a2c(env_id: str, n_updates: int):
     reference.learn(n_envs * n_steps * n_updates)
     expected = parameters(reference)
 
-    # A2C's defaults: n_steps=5, gae_lambda=1, ent_coef=0, vf_coef=0.5, max_grad_norm=0.5, RMSprop(7e-4, eps=1e-5)
-    model = SyncA2C("MlpPolicy", make_vec_env(env_id, n_envs=n_envs, seed=0), ent_coef=0.0, seed=0, device="cpu")
+    # A2C's defaults: n_steps=5, gae_lambda=1, ent_coef=0, vf_coef=0.5, max_grad_norm=0.5, RMSprop(7e-4, eps=1e-5);
+    # SyncA2C's RMSprop starts its running average at one, A2C's (torch's) at zero
+    torch_rmsprop = dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=dict(alpha=0.99, eps=1e-5, weight_decay=0))
+    model = SyncA2C(
+        "MlpPolicy",
+        make_vec_env(env_id, n_envs=n_envs, seed=0),
+        ent_coef=0.0,
+        seed=0,
+        device="cpu",
+        policy_kwargs=torch_rmsprop,
+    )
     model.learn(n_envs * n_steps * n_updates)
     assert model._n_updates == reference._n_updates == n_updates
     for actual, wanted in zip(parameters(model), expected):

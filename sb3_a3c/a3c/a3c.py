@@ -74,7 +74,8 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         ``synchronous_updates``, of the workers' mean gradient)
     :param rms_prop_eps: RMSProp epsilon. It stabilizes square root computation in denominator
         of RMSProp update
-    :param use_rms_prop: Whether to use shared RMSprop (default) or shared Adam as optimizer
+    :param use_rms_prop: Whether to use shared RMSprop (default: ``SharedRMSpropFromOne``, its running average started
+        at one, so that the first updates do not switch off ReLU units) or shared Adam as optimizer
     :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
         instead of action noise exploration (default: False)
     :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE

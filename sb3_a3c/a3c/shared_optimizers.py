@@ -5,6 +5,8 @@ from typing import Any
 import torch as th
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
+from sb3_a3c.common.optimizers import RMSpropFromOne, rmsprop_state, unit_square_average
+
 
 class SharedOptimizerMixin:
     """
@@ -39,21 +41,6 @@ class SharedOptimizerMixin:
                         value.share_memory_()
 
 
-def _zero_step() -> th.Tensor:
-    # Same dtype and device as the lazily created step of torch.optim on the CPU
-    return th.zeros((), dtype=th.float32)
-
-
-def _rmsprop_state(param: th.Tensor, group: dict[str, Any], square_avg: th.Tensor) -> dict[str, th.Tensor]:
-    """The state RMSprop creates at its first step (the step count as a tensor, so that it can be shared)."""
-    state = {"step": _zero_step(), "square_avg": square_avg}
-    if group["momentum"] > 0:
-        state["momentum_buffer"] = th.zeros_like(param, memory_format=th.preserve_format)
-    if group["centered"]:
-        state["grad_avg"] = th.zeros_like(param, memory_format=th.preserve_format)
-    return state
-
-
 class SharedRMSprop(SharedOptimizerMixin, th.optim.RMSprop):
     """
     ``torch.optim.RMSprop`` with its running averages in shared memory.
@@ -62,7 +49,19 @@ class SharedRMSprop(SharedOptimizerMixin, th.optim.RMSprop):
     """
 
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
-        return _rmsprop_state(param, group, square_avg=th.zeros_like(param, memory_format=th.preserve_format))
+        return rmsprop_state(param, group, square_avg=th.zeros_like(param, memory_format=th.preserve_format))
+
+
+class SharedRMSpropFromOne(SharedOptimizerMixin, RMSpropFromOne):
+    """
+    ``sb3_a3c.common.optimizers.RMSpropFromOne`` (A3C's default: the running average of squared gradients
+    starts at one) with its running averages in shared memory.
+
+    Takes the same arguments as ``torch.optim.RMSprop``.
+    """
+
+    def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
+        return rmsprop_state(param, group, square_avg=unit_square_average(param))
 
 
 class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
@@ -75,13 +74,13 @@ class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
     """
 
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
-        return _rmsprop_state(param, group, square_avg=th.ones_like(param, memory_format=th.preserve_format))
+        return rmsprop_state(param, group, square_avg=unit_square_average(param))
 
 
 def _adam_state(param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
     """The state Adam and AdamW create at their first step."""
     state = {
-        "step": _zero_step(),
+        "step": th.zeros((), dtype=th.float32),
         "exp_avg": th.zeros_like(param, memory_format=th.preserve_format),
         "exp_avg_sq": th.zeros_like(param, memory_format=th.preserve_format),
     }
@@ -115,6 +114,7 @@ class SharedAdamW(SharedOptimizerMixin, th.optim.AdamW):
 # The optimizers users select in SB3 style (``policy_kwargs=dict(optimizer_class=th.optim.Adam)``)
 # and the shared-memory versions A3C uses in their place.
 SHARED_OPTIMIZER_FOR = {
+    RMSpropFromOne: SharedRMSpropFromOne,
     th.optim.RMSprop: SharedRMSprop,
     RMSpropTFLike: SharedRMSpropTFLike,
     th.optim.Adam: SharedAdam,
@@ -126,8 +126,8 @@ def shared_optimizer_class(optimizer_class: type[th.optim.Optimizer]) -> type[th
     """
     Return the shared-memory version of ``optimizer_class``.
 
-    :param optimizer_class: ``th.optim.RMSprop``, SB3's ``RMSpropTFLike``, ``th.optim.Adam``, ``th.optim.AdamW``
-        or a class that already keeps its state in shared memory (a ``SharedOptimizerMixin`` subclass)
+    :param optimizer_class: ``RMSpropFromOne``, ``th.optim.RMSprop``, SB3's ``RMSpropTFLike``, ``th.optim.Adam``,
+        ``th.optim.AdamW`` or a class that already keeps its state in shared memory (a ``SharedOptimizerMixin`` subclass)
     :return: an optimizer class whose statistics all workers share
     """
     if isinstance(optimizer_class, type) and issubclass(optimizer_class, SharedOptimizerMixin):
@@ -136,7 +136,7 @@ def shared_optimizer_class(optimizer_class: type[th.optim.Optimizer]) -> type[th
         return SHARED_OPTIMIZER_FOR[optimizer_class]
     raise ValueError(
         f"policy_kwargs['optimizer_class']={optimizer_class!r} cannot be shared between A3C workers. "
-        "Allowed: th.optim.RMSprop, RMSpropTFLike, th.optim.Adam, th.optim.AdamW (replaced by sb3_a3c.SharedRMSprop / "
-        "SharedRMSpropTFLike / SharedAdam / SharedAdamW), "
+        "Allowed: sb3_a3c.RMSpropFromOne, th.optim.RMSprop, RMSpropTFLike, th.optim.Adam, th.optim.AdamW (replaced by "
+        "sb3_a3c.SharedRMSpropFromOne / SharedRMSprop / SharedRMSpropTFLike / SharedAdam / SharedAdamW), "
         "or a subclass of sb3_a3c.a3c.shared_optimizers.SharedOptimizerMixin."
     )

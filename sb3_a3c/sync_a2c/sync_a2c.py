@@ -52,7 +52,7 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
     :param max_grad_norm: The maximum value for the gradient clipping
     :param rms_prop_eps: RMSProp epsilon. It stabilizes square root computation in denominator
         of RMSProp update
-    :param use_rms_prop: Whether to use RMSprop (default) or Adam as optimizer
+    :param use_rms_prop: Whether to use RMSprop (default: ``RMSpropFromOne``, its running average started at one) or Adam
     :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
         instead of action noise exploration (default: False)
     :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
