@@ -213,12 +213,13 @@ def test_learning_rate_schedule_follows_global_progress():
 
 def test_rmsprop_from_one_first_step_is_the_gradient_times_the_learning_rate():
     """Torch's RMSprop moves every parameter by about 10 x lr at its first step, whatever its gradient; ours by lr x grad."""
-    parameter = th.nn.Parameter(th.tensor([1.0, 1.0]))
-    optimizer = RMSpropFromOne([parameter], lr=1e-3, alpha=0.99, eps=1e-5)
-    parameter.grad = th.tensor([1e-4, 1e-1])
-    optimizer.step()
-    th.testing.assert_close(1.0 - parameter.detach(), 1e-3 * parameter.grad / (0.99 + 0.01 * parameter.grad**2).sqrt() + 0)
-    torch_parameter = th.nn.Parameter(th.tensor([1.0, 1.0]))
-    torch_parameter.grad = parameter.grad.clone()
+    gradient = th.tensor([1e-3, 1e-1])
+    parameter = th.nn.Parameter(th.ones(2))
+    parameter.grad = gradient.clone()
+    RMSpropFromOne([parameter], lr=1e-3, alpha=0.99, eps=1e-5).step()
+    th.testing.assert_close(1.0 - parameter.detach(), 1e-3 * gradient / ((0.99 + 0.01 * gradient**2).sqrt() + 1e-5))
+
+    torch_parameter = th.nn.Parameter(th.ones(2))
+    torch_parameter.grad = gradient.clone()
     th.optim.RMSprop([torch_parameter], lr=1e-3, alpha=0.99, eps=1e-5).step()
-    assert (1.0 - torch_parameter.detach()).min() > 9e-3  # the torch default: 10 x lr, even for a gradient of 1e-4
+    assert (1.0 - torch_parameter.detach()).min() > 9e-3  # 10 x lr, even for a gradient of 1e-3
