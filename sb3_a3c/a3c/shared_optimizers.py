@@ -5,7 +5,7 @@ from typing import Any
 import torch as th
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
-from sb3_a3c.common.optimizers import RMSpropFromOne, rmsprop_state, unit_square_average
+from sb3_a3c.common.optimizers import RMSpropFromOne, rmsprop_state
 
 
 class SharedOptimizerMixin:
@@ -60,8 +60,7 @@ class SharedRMSpropFromOne(SharedOptimizerMixin, RMSpropFromOne):
     Takes the same arguments as ``torch.optim.RMSprop``.
     """
 
-    def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
-        return rmsprop_state(param, group, square_avg=unit_square_average(param))
+    _initial_state = RMSpropFromOne._initial_state
 
 
 class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
@@ -74,7 +73,7 @@ class SharedRMSpropTFLike(SharedOptimizerMixin, RMSpropTFLike):
     """
 
     def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
-        return rmsprop_state(param, group, square_avg=unit_square_average(param))
+        return rmsprop_state(param, group, square_avg=th.ones_like(param, memory_format=th.preserve_format))
 
 
 def _adam_state(param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:

@@ -15,10 +15,6 @@ def rmsprop_state(param: th.Tensor, group: dict[str, Any], square_avg: th.Tensor
     return state
 
 
-def unit_square_average(param: th.Tensor) -> th.Tensor:
-    return th.ones_like(param, memory_format=th.preserve_format)
-
-
 class RMSpropFromOne(th.optim.RMSprop):
     """
     ``torch.optim.RMSprop`` whose running average of squared gradients starts at one, as in TensorFlow's
@@ -39,4 +35,7 @@ class RMSpropFromOne(th.optim.RMSprop):
         super().__init__(params, **kwargs)
         for group in self.param_groups:
             for param in group["params"]:
-                self.state[param].update(rmsprop_state(param, group, unit_square_average(param)))
+                self.state[param].update(self._initial_state(param, group))
+
+    def _initial_state(self, param: th.Tensor, group: dict[str, Any]) -> dict[str, th.Tensor]:
+        return rmsprop_state(param, group, square_avg=th.ones_like(param, memory_format=th.preserve_format))
