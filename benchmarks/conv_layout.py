@@ -1,6 +1,6 @@
 """
 A3C steps per second on PongNoFrameskip-v4 with the workers' convolution weights channels-last (shipped)
-against PyTorch's default (contiguous) layout: the measurement behind ``A3C._make_local_policy``.
+against PyTorch's default (contiguous) layout: the measurement behind ``A3CConfig.make_local_policy``.
 
 Builds A3C from the shipped ``hyperparams/a3c.yml`` Pong entry (``--policy CnnPolicy`` swaps in the
 Nature CNN, all else equal) and alternates the two layouts for ``--rounds`` rounds, one run at a time;
@@ -23,12 +23,12 @@ from pathlib import Path
 import torch as th
 from throughput import make_shipped_a3c
 
-from sb3_a3c import A3C
+from sb3_a3c.a3c.config import A3CConfig
 
-SHIPPED_MAKE_LOCAL_POLICY = A3C._make_local_policy
+SHIPPED_MAKE_LOCAL_POLICY = A3CConfig.make_local_policy
 
 
-def _contiguous_local_policy(self: A3C):
+def _contiguous_local_policy(self: A3CConfig):
     return SHIPPED_MAKE_LOCAL_POLICY(self).to(memory_format=th.contiguous_format)
 
 
@@ -36,7 +36,7 @@ LAYOUTS = {"contiguous": _contiguous_local_policy, "channels_last": SHIPPED_MAKE
 
 
 def measure(layout: str, policy: str | None, steps: int) -> float:
-    A3C._make_local_policy = LAYOUTS[layout]  # type: ignore[method-assign]
+    A3CConfig.make_local_policy = LAYOUTS[layout]  # type: ignore[method-assign]
     try:
         model = make_shipped_a3c(policy=policy)
         model.learn(500)  # fork and first allocations are not counted
@@ -45,7 +45,7 @@ def measure(layout: str, policy: str | None, steps: int) -> float:
         steps_per_second = steps / (time.perf_counter() - start)
         model.env.close()
     finally:
-        A3C._make_local_policy = SHIPPED_MAKE_LOCAL_POLICY  # type: ignore[method-assign]
+        A3CConfig.make_local_policy = SHIPPED_MAKE_LOCAL_POLICY  # type: ignore[method-assign]
     return steps_per_second
 
 

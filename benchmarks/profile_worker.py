@@ -24,9 +24,9 @@ from pathlib import Path
 CATEGORIES = [
     ("report to main process (IPC)", ("send_report", "_send_bytes", "send")),
     ("parameter sync (load_state_dict)", ("load_state_dict",)),
-    ("optimizer step (shared optimizer, lock)", ("step_shared_optimizer",)),
+    ("optimizer step (shared optimizer, lock)", ("rmsprop", "adam", "adamw")),
     ("backward", ("backward", "_engine_run_backward")),
-    ("loss forward (evaluate_actions, LSTM re-run)", ("actor_critic_loss",)),
+    ("loss forward (evaluate_actions, LSTM re-run)", ("evaluate_actions",)),
     ("sequences of the LSTM buffer (padding, sampling)", ("_get_samples", "create_sequencers", "get")),
     ("frame preprocessing (crop, resize, normalisation)", ("observation",)),
     ("env step (ALE, frame skip, Atari wrappers)", ("step_wait",)),

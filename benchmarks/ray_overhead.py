@@ -5,10 +5,13 @@ cores: it shows the overhead, not a speed-up), in alternating rounds; plus the e
 and rate, for the scaling estimate of docs/benchmarks.md. Every variant updates asynchronously
 (``synchronous_updates=False``, the only mode of the Ray backend), the entry's other settings unchanged.
 
-Steps/s are counted from ``--warmup`` steps on (the learners' start-up, a few seconds per ``learn()``, is
-left out; the one-machine backend is measured the same way).
+``--callback user`` attaches a callback of the user's own (it counts steps/s from ``--warmup`` steps on, leaving
+out the learners' start-up): the workers then send every step's locals, observations included.
+``--callback library`` attaches SB3's own callbacks only (an empty ``CallbackList``), as the Zoo's callbacks are:
+the workers then send finished episodes only, and steps/s are counted over the whole ``learn()``. The main process's CPU
+time per 1000 env steps is counted over the whole ``learn()`` in both.
 
-    python benchmarks/ray_overhead.py --steps 30000 --rounds 2
+    python benchmarks/ray_overhead.py --steps 30000 --rounds 2 --callback library
 """
 
 import argparse
@@ -20,7 +23,7 @@ from pathlib import Path
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 import ray
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 sys.path.insert(0, str(Path(__file__).parent))
 from result_files import median_of_rounds, write_result
@@ -53,6 +56,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30_000)
     parser.add_argument("--warmup", type=int, default=5_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--callback", choices=["user", "library"], default="library")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "ray_overhead.json")
     args = parser.parse_args()
 
@@ -66,18 +70,19 @@ def main() -> None:
             for variant, (address, n_machines) in VARIANTS.items():
                 model = make_shipped_a3c(ray_address=address, n_machines=n_machines, synchronous_updates=False)
                 sync_interval = model.machine_sync_interval
-                callback = RateAfterWarmup(args.warmup)
+                callback = RateAfterWarmup(args.warmup) if args.callback == "user" else CallbackList([])
                 start, start_cpu = time.perf_counter(), time.process_time()
                 model.learn(args.steps, callback=callback)
                 seconds = time.perf_counter() - start
+                rate = callback.rate() if args.callback == "user" else model.num_timesteps / seconds
                 # CPU time of the main process (all its threads; not the workers, not the learners)
                 main_cpu_per_1000_steps = 1000 * (time.process_time() - start_cpu) / model.num_timesteps
-                rates[variant].append(callback.rate())
+                rates[variant].append(rate)
                 main_cpu[variant].append(main_cpu_per_1000_steps)
-                line = f"round {round_index + 1}: {variant:<24} {callback.rate():8.1f} steps/s"
+                line = f"round {round_index + 1}: {variant:<24} {rate:8.1f} steps/s"
                 line += f"  main process {main_cpu_per_1000_steps * 1000:.0f} ms CPU per 1000 steps"
                 if address:
-                    statistics_ = dict(model.machine_sync_statistics)
+                    statistics_ = dict(model.backend_statistics)
                     statistics_["syncs_per_second"] = statistics_["syncs"] / seconds
                     syncs[variant].append(statistics_)
                     line += (
@@ -95,7 +100,11 @@ def main() -> None:
     for variant, median in medians.items():
         print(f"{variant:<24} {median:9.1f} {median / reference:6.3f}")
     result = {
-        "command": f"python benchmarks/ray_overhead.py --steps {args.steps} --warmup {args.warmup} --rounds {args.rounds}",
+        "command": (
+            f"python benchmarks/ray_overhead.py --steps {args.steps} --warmup {args.warmup} --rounds {args.rounds}"
+            f" --callback {args.callback}"
+        ),
+        "callback": args.callback,
         "rounds": rates,
         "median_steps_per_second": medians,
         "syncs": syncs,

@@ -61,9 +61,9 @@ def steady_rate(model, steps: int, callback) -> float:
 
     def sample() -> None:
         while not done.is_set():
-            counter = getattr(model, "_global_step_counter", None)
-            if counter is not None:
-                samples.append((time.perf_counter(), counter.value))
+            backend = getattr(model, "_backend", None)
+            if backend is not None:
+                samples.append((time.perf_counter(), backend.job.global_step_counter.value))
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -19,9 +19,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 from sb3_a3c import A3C
-from sb3_a3c.a3c.reporting import RolloutReport
-from sb3_a3c.a3c.step_locals import RolloutSteps
-from sb3_a3c.a3c.update import UpdateMetrics
+from sb3_a3c.a3c.messages import RolloutReport, RolloutSteps
+from sb3_a3c.common.update import UpdateMetrics
 
 
 class CallCounter(BaseCallback):
@@ -170,7 +169,7 @@ class SlowCallbackOnce(BaseCallback):
     def _on_step(self) -> bool:
         self.on_step_calls += 1
         if self.worker_steps_while_held is None and self.num_timesteps >= self.at:
-            counter = self.model._global_step_counter
+            counter = self.model._backend.job.global_step_counter
             before, deadline = counter.value, time.monotonic() + self.timeout
             while counter.value - before < self.steps_while_held and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -191,7 +190,7 @@ def test_slow_callback_does_not_stop_the_workers_and_loses_no_report():
         "infos": [{}],
         "new_obs": np.zeros((1, 4), dtype=np.float32),
     }
-    report = RolloutReport(0, n_steps, UpdateMetrics(0.0, 0.0, 0.0, 0.0, 0.0), steps=RolloutSteps([one_step] * n_steps))
+    report = RolloutReport(0, n_steps, UpdateMetrics(0.0, 0.0, 0.0, 0.0, 0.0), steps=RolloutSteps(n_steps, 1, steps=[one_step] * n_steps))
     steps_the_pipes_hold = n_envs * (pipe_capacity_bytes() // len(pickle.dumps(report))) * n_steps
     callback = SlowCallbackOnce(at=1000, steps_while_held=3 * steps_the_pipes_hold)
     model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=n_envs, seed=0), n_steps=n_steps, seed=0)

@@ -64,7 +64,7 @@ class KillWorkerAt(BaseCallback):
         if self.killed_pid is None and self.num_timesteps >= self.timestep:
             if self.hold_update_lock:
                 # As if the killed worker had died during an update: the others wait for the lock forever
-                assert self.model._update_lock.acquire(timeout=5)
+                assert self.model._backend.update_lock.acquire(timeout=5)
             worker = psutil.Process().children()[0]
             self.killed_pid = worker.pid
             os.kill(worker.pid, signal.SIGKILL)

@@ -87,12 +87,11 @@ def test_worker_gradients_are_not_accumulated(monkeypatch, policy, make_env):
         seed=0,
         policy_kwargs=dict(optimizer_class=SharedSGD),
     )
-    model._share_model()
     applied_updates = record_optimizer_steps(model)
     RecordingCollector.collected_buffers = []
     monkeypatch.setattr(actor_learner, "RolloutCollector", RecordingCollector)
 
-    job = model._make_job(total_timesteps=n_steps * n_updates)
+    job = model._make_backend(n_steps * n_updates, record_step_locals=False, reset_num_timesteps=True).job
     actor_learner.run_actor_learner(job, 0, send_report=lambda report: None)  # in this process, not forked
 
     assert len(applied_updates) == n_updates == len(RecordingCollector.collected_buffers)
@@ -120,7 +119,8 @@ def test_worker_gradients_are_not_accumulated(monkeypatch, policy, make_env):
 def test_local_policy_does_not_share_memory_with_shared_policy():
     model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1), seed=0)
     model._share_model()
-    local = copy.deepcopy(model.policy)
+    local = model.config().make_local_policy()  # as each worker makes its own
+    local.load_state_dict(model.policy.state_dict())  # as before each rollout
     for local_param, shared_param in zip(local.parameters(), model.policy.parameters()):
         assert shared_param.is_shared()
         assert not local_param.is_shared()

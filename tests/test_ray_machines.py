@@ -72,7 +72,7 @@ class MachineProcesses(BaseCallback):
 
     def _on_step(self) -> bool:
         if not self.worker_pids:
-            machines = self.model._machines
+            machines = self.model._backend.machines
             pids = [ray.get(machine.actor.worker_pids.remote()) for machine in machines]
             if all(pids):
                 self.learner_pids = [machine.pid for machine in machines]

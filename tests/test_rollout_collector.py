@@ -25,7 +25,7 @@ def test_collect_rollouts_uses_only_the_named_attributes():
 @pytest.mark.parametrize("policy", ["MlpPolicy", "MlpLstmPolicy"])
 def test_collector_provides_every_named_attribute_and_fills_its_buffer(policy):
     model = A3C(policy, make_vec_env("CartPole-v1", n_envs=1, seed=0), n_steps=8, seed=0)
-    local_policy = model._make_local_policy()
+    local_policy = model.config().make_local_policy()
     collector = RolloutCollector(
         local_policy, make_vec_env("CartPole-v1", n_envs=2, seed=0), n_steps=8, gamma=0.99, gae_lambda=1.0
     )

@@ -24,7 +24,7 @@ from stable_baselines3.common.monitor import load_results
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from sb3_a3c import A3C, SyncA2C
-from sb3_a3c.a3c.step_locals import callback_may_read_observations
+from sb3_a3c.a3c.step_locals import callback_reads_step_locals
 from tests.helpers.counting_envs import UnpicklableCountingEnv, counting_vec_env, shared_step_counter
 
 # What SB3's collect_rollouts shows a callback at each step, one row per env
@@ -193,24 +193,33 @@ class UsersCallback(BaseCallback):
         (EvalCallback(make_vec_env("CartPole-v1", n_envs=1), callback_after_eval=UsersCallback()), True),
         (CallbackList([CheckpointCallback(1000, "/tmp"), UsersCallback()]), True),
         (ConvertCallback(lambda locals_, globals_: True), True),
+        (ConvertCallback(None), False),  # what SB3 makes of callback=None
     ],
 )
 def test_observations_travel_to_the_main_process_only_when_a_users_callback_may_read_them(callback, may_read):
-    assert callback_may_read_observations(callback) is may_read
+    assert callback_reads_step_locals(callback) is may_read
 
 
-def test_a3c_without_a_users_callback_gives_callbacks_every_per_env_local_but_new_obs():
+def test_a3c_without_a_users_callback_gives_callbacks_the_dones_and_the_finished_episodes_infos():
     seen = []
 
     class LibraryLikeCallback(BaseCallback):
         def _on_step(self) -> bool:
-            seen.append(sorted(key for key in PER_ENV_LOCALS if key in self.locals))
+            keys = sorted(key for key in PER_ENV_LOCALS if key in self.locals)
+            seen.append((keys, self.locals["dones"].copy(), [dict(info) for info in self.locals["infos"]]))
             return True
 
     # Named as a library callback would be: its module is stable_baselines3's
     LibraryLikeCallback.__module__ = "stable_baselines3.common.callbacks"
     make(A3C, counting_vec_env(2, episode_length=30)).learn(100, callback=LibraryLikeCallback())
-    assert seen and all(keys == sorted(set(PER_ENV_LOCALS) - {"new_obs"}) for keys in seen)
+    assert len(seen) == 50 and all(keys == ["dones", "infos"] for keys, _, _ in seen)
+    # Each env's episode ends at its 30th step, with that step's info; the infos of other steps are empty
+    for t, (_, dones, infos) in enumerate(seen):
+        episode_ends = t == 29
+        assert dones.tolist() == [episode_ends, episode_ends]
+        for env_index, info in enumerate(infos):
+            assert info == ({} if not episode_ends else {**info, "env_index": env_index, "episode_step": 30})
+            assert ("episode" in info) is episode_ends
 
 
 class DropoutMlp(BaseFeaturesExtractor):
@@ -237,7 +246,8 @@ def test_predict_runs_in_eval_mode_after_training_with_dropout(algorithm):
 
 def test_a3c_worker_waits_while_it_is_too_far_ahead_of_the_slowest_worker():
     """The main process shows step t of all workers together; a worker may only run a few rollouts ahead."""
-    job = make(A3C, counting_vec_env(2, episode_length=30))._make_job(1000)
+    model = make(A3C, counting_vec_env(2, episode_length=30))
+    job = model._make_backend(1000, record_step_locals=False, reset_num_timesteps=True).job
     job.rollouts_done[0] = job.max_rollouts_ahead - 1
     job.wait_for_slower_workers(0)  # within the bound: no wait
     job.rollouts_done[0] = job.max_rollouts_ahead

@@ -14,6 +14,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from sb3_a3c import A3C
 from sb3_a3c.a3c import actor_learner
 from sb3_a3c.a3c.rollout_collector import RolloutCollector
+from sb3_a3c.a3c.synchronous_update import GradientExchange, wait_until
 
 from .conftest import live_children
 from .test_gradients import SharedSGD, independent_gradient, record_optimizer_steps
@@ -44,12 +45,11 @@ def run_two_synchronous_workers(monkeypatch, max_grad_norm: float, n_updates: in
         seed=0,
         policy_kwargs=dict(optimizer_class=SharedSGD),
     )
-    model._share_model()
     applied_steps = record_optimizer_steps(model)
     RecordingCollectorPerWorker.collected_buffers = defaultdict(list)
     monkeypatch.setattr(actor_learner, "RolloutCollector", RecordingCollectorPerWorker)
 
-    job = model._make_job(total_timesteps=n_steps * 4 * n_updates)
+    job = model._make_backend(n_steps * 4 * n_updates, record_step_locals=False, reset_num_timesteps=True).job
     workers = [
         threading.Thread(target=actor_learner.run_actor_learner, args=(job, rank, lambda report: None)) for rank in range(2)
     ]
@@ -126,3 +126,37 @@ def test_a_seeded_run_with_synchronous_updates_repeats_exactly():
     first, second = train(), train()
     for a, b in zip(first, second):
         th.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def module_with_gradient(value: float, channels_last: bool = False) -> th.nn.Module:
+    module = th.nn.Sequential(th.nn.Conv2d(2, 3, 2), th.nn.Flatten(), th.nn.Linear(3, 2))
+    if channels_last:
+        module = module.to(memory_format=th.channels_last)
+    for parameter in module.parameters():
+        parameter.grad = th.full_like(parameter, value)
+    return module
+
+
+def test_gradient_exchange_gives_the_mean_of_the_workers_rows():
+    exchange = GradientExchange.for_policy(module_with_gradient(0.0), n_workers=3)
+    exchange.put(0, module_with_gradient(1.0), update_number=1)
+    exchange.put(1, module_with_gradient(2.0, channels_last=True), update_number=1)  # a worker's local layout
+    no_gradient = module_with_gradient(3.0)
+    no_gradient[2].weight.grad = None  # a parameter the loss did not reach
+    exchange.put(2, no_gradient, update_number=2)
+    assert list(exchange.gradients_ready) == [1, 1, 2]
+
+    target = module_with_gradient(0.0)
+    exchange.set_mean_gradient(target)
+    linear_weight = target[2].weight
+    for parameter in target.parameters():
+        expected = 1.0 if parameter is linear_weight else 2.0
+        th.testing.assert_close(parameter.grad, th.full_like(parameter, expected))
+        assert parameter.grad.data_ptr() != exchange.gradients.data_ptr()  # its own copy
+
+
+def test_waiting_for_the_other_workers_gives_up_when_a_stop_is_requested():
+    assert wait_until(lambda: True, stop_requested=lambda: True)
+    assert not wait_until(lambda: False, stop_requested=lambda: True)
+    calls = iter([False, False, True])
+    assert wait_until(lambda: next(calls), stop_requested=lambda: False, poll_interval=0.0)

@@ -1,32 +1,32 @@
 import copy
 import math
-import multiprocessing
-import multiprocessing.sharedctypes
 import os
-import threading
-import warnings
-from collections.abc import Callable
-from functools import partial
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_a3c.a3c.actor_learner import ActorLearnerJob, WorkerStart, run_actor_learner
-from sb3_a3c.a3c.reporting import WorkerEnvs, WorkerReportHandler
+from sb3_a3c.a3c.actor_learner import ActorLearnerJob, RunSettings, WorkerStart
+from sb3_a3c.a3c.backends import Backend, OneMachineBackend
+from sb3_a3c.a3c.config import A3CConfig
+from sb3_a3c.a3c.messages import RolloutReport
+from sb3_a3c.a3c.reporting import IterationEnd, ReportMerger, VecEnvStep
 from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin, shared_optimizer_class
-from sb3_a3c.a3c.step_locals import callback_may_read_observations
-from sb3_a3c.a3c.synchronous_update import GradientExchange
+from sb3_a3c.a3c.step_locals import callback_reads_step_locals
 from sb3_a3c.a3c.validation import check_envs_divide_among_workers, check_fork_is_available, cpu_device
-from sb3_a3c.a3c.worker_envs import check_worker_env_support, describe_env, import_worker_env, put_back_worker_envs
-from sb3_a3c.a3c.worker_pool import WorkerPool
+from sb3_a3c.a3c.worker_envs import check_worker_env_support
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
 from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs, with_default_optimizer
+from sb3_a3c.common.train_logging import record_train_metrics
+from sb3_a3c.common.update import UpdateSettings
 from sb3_a3c.common.validation import (
     SUPPORTED_ACTION_SPACES,
     check_action_space,
@@ -46,6 +46,17 @@ def default_n_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """The workers use the cores; callbacks that run the policy in the main process (EvalCallback) use one thread."""
+    threads = th.get_num_threads()
+    th.set_num_threads(1)
+    try:
+        yield
+    finally:
+        th.set_num_threads(threads)
+
+
 class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     """
     Asynchronous Advantage Actor Critic (A3C), with Hogwild actor-learners in worker processes
@@ -55,7 +66,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     A worker copies the shared policy, collects ``n_steps`` transitions from each of its envs (stepped
     together, so the policy's forward pass is batched), and applies the gradient of its loss to the shared
     policy with the shared optimizer (statistics in shared memory): the loop is
-    ``sb3_a3c.a3c.actor_learner.run_actor_learner``, the update ``sb3_a3c.a3c.update.apply_update``.
+    ``sb3_a3c.a3c.actor_learner.run_actor_learner``, the update ``sb3_a3c.common.update.apply_update``.
     With ``synchronous_updates=True`` the workers instead apply the mean of their gradients together
     (``sb3_a3c.a3c.synchronous_update``).
     Callbacks and logging run in the main process.
@@ -259,6 +270,22 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             "(self.model.ep_info_buffer) and the train/* metrics (self.logger.name_to_value) in _on_rollout_end."
         )
 
+    def config(self) -> A3CConfig:
+        """What the workers need of this model: its hyperparameters and how to build its policy."""
+        return A3CConfig(
+            policy_class=self.policy_class,  # type: ignore[arg-type]
+            policy_kwargs=self._policy_kwargs_with_shared_optimizer(),
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+            lr_schedule=self.lr_schedule,
+            n_steps=self.n_steps,
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            update=UpdateSettings(self.ent_coef, self.vf_coef, self.max_grad_norm, self.normalize_advantage),  # type: ignore[arg-type]
+            use_sde=self.use_sde,
+            sde_sample_freq=self.sde_sample_freq,
+        )
+
     def _share_model(self) -> None:
         """Put the policy and the optimizer statistics in shared memory (again, after a load)."""
         self.policy.share_memory()
@@ -267,69 +294,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             raise ValueError(f"policy.optimizer must keep its state in shared memory, got {type(optimizer).__name__}")
         optimizer.share_memory()
 
-    def _make_local_policy(self) -> BasePolicy:
-        """
-        A private policy for a worker. It only computes gradients and its parameters are overwritten from
-        the shared policy before each rollout, so it skips the (slow) orthogonal initialisation, and its own
-        optimizer is a stateless placeholder. Its convolution weights are kept channels-last: on a CPU
-        that makes the forward and backward passes of the Atari networks cheaper (``load_state_dict``
-        copies the shared parameters into that layout, and the gradients handed to the shared
-        optimizer keep it; both work across layouts).
-        """
-        policy_kwargs = {**self.policy_kwargs, "ortho_init": False, "optimizer_class": th.optim.SGD, "optimizer_kwargs": {}}
-        local_policy = self.policy_class(
-            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **policy_kwargs
-        )
-        return local_policy.to(memory_format=th.channels_last)
-
-    def _draw_worker_seeds(self) -> list[int]:
-        """Distinct seeds, one per worker (all machines together), drawn from the (seeded) main-process generator."""
-        return [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self._worker_count())]
-
-    def _make_job(
-        self,
-        total_timesteps: int,
-        record_observations: bool = False,
-        starts: list[WorkerStart | None] | None = None,
-        worker_seeds: list[int] | None = None,
-        rollouts_per_worker: int | None = None,
-    ) -> ActorLearnerJob:
-        """
-        What this machine's workers need. ``worker_seeds`` and ``rollouts_per_worker`` default to fresh seeds
-        and this model's budget; a learner on Ray gets them from the main process.
-        """
-        context = multiprocessing.get_context("fork")
-        n_workers = self._worker_count()
-        if rollouts_per_worker is None:
-            rollouts_per_worker = self._rollouts_per_worker(total_timesteps)
-        return ActorLearnerJob(
-            shared_policy=self.policy,
-            make_local_policy=self._make_local_policy,
-            training_env=self.env,
-            envs_per_worker=self.n_envs // n_workers,
-            worker_seeds=worker_seeds or self._draw_worker_seeds(),
-            n_steps=self.n_steps,
-            gamma=self.gamma,
-            gae_lambda=self.gae_lambda,
-            ent_coef=self.ent_coef,
-            vf_coef=self.vf_coef,
-            max_grad_norm=self.max_grad_norm,
-            normalize_advantage=self.normalize_advantage,
-            use_sde=self.use_sde,
-            sde_sample_freq=self.sde_sample_freq,
-            lr_schedule=self.lr_schedule,
-            global_step_counter=context.Value("q", self.num_timesteps),
-            total_timesteps=total_timesteps,
-            rollouts_per_worker=rollouts_per_worker,
-            rollouts_done=multiprocessing.sharedctypes.RawArray("q", n_workers),
-            stop_event=context.Event(),
-            update_lock=context.Lock(),
-            record_observations=record_observations,
-            starts=starts or [],
-            gradient_exchange=GradientExchange.for_policy(self.policy, n_workers) if self.synchronous_updates else None,
-        )
-
-    def _worker_starts_to_continue(self, reset_num_timesteps: bool) -> list[WorkerStart | None] | None:
+    def _worker_starts_to_continue(self, reset_num_timesteps: bool) -> list[WorkerStart] | None:
         """
         The workers' envs as the previous ``learn()`` left them, to continue their episodes. As SB3 does,
         ``reset_num_timesteps=True`` (or another env, or another number of workers) starts from a reset instead.
@@ -342,43 +307,46 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
             return None
         return starts
 
-    def _take_back_worker_envs(self, job: ActorLearnerJob, messages: list[WorkerEnvs]) -> None:
-        """Put the envs the workers advanced in place of the training env's own, and keep them for the next ``learn()``."""
-        self._worker_starts = None
-        received = {message.worker_rank: message for message in messages}
-        if len(received) != self._worker_count():
-            return  # some workers did not finish (they failed): the training env keeps its envs
-        starts: list[WorkerStart | None] = []
-        for rank in range(self._worker_count()):
-            message = received[rank]
-            try:
-                if message.data is None:
-                    raise RuntimeError(message.error)
-                worker_env, collector_state = import_worker_env(message.data, self.env)
-            except Exception as error:
-                warnings.warn(
-                    f"{type(self).__name__} could not bring the envs of worker {rank} back to the main process "
-                    f"({str(error).strip().splitlines()[-1]}): the training env keeps its own envs, which did not advance, "
-                    "and the next learn() starts its workers from them (see the README, 'Differences from SB3's A2C').",
-                    stacklevel=3,
-                )
-                return
-            starts.append(WorkerStart(worker_env, collector_state))
-        for rank, start in enumerate(starts):
-            assert start is not None
-            put_back_worker_envs(self.env, start.env, job.worker_env_indices(rank))
-        self._worker_starts = (self.env, self._worker_count(), starts)
+    def _make_backend(self, total_timesteps: int, record_step_locals: bool, reset_num_timesteps: bool) -> Backend:
+        """This machine's forked workers, or the machines of the Ray cluster at ``ray_address``."""
+        run = RunSettings(
+            # Distinct seeds, one per worker (all machines together), from the (seeded) main-process generator
+            worker_seeds=tuple(int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self._worker_count())),
+            rollouts_per_worker=self._rollouts_per_worker(total_timesteps),
+            total_timesteps=total_timesteps,
+            record_step_locals=record_step_locals,
+        )
+        if self.ray_address is not None:
+            self._check_machines()
+            from sb3_a3c.a3c.ray_machines import RayBackend  # imports Ray: only here
+
+            return RayBackend(
+                self.config(), self.policy, self.env, run, self.num_timesteps,  # type: ignore[arg-type]
+                self.ray_address, self.n_machines, self.machine_sync_interval,
+            )  # fmt: skip
+        self._share_model()
+        starts = self._worker_starts_to_continue(reset_num_timesteps)
+        job = ActorLearnerJob.create(
+            self.config(),
+            run,
+            self.policy,
+            self.env,
+            self.num_timesteps,
+            starts,
+            self.synchronous_updates,  # type: ignore[arg-type]
+        )
+        return OneMachineBackend(job, type(self).__name__)
 
     def train(self) -> None:
         """
         Not used: A3C updates the shared policy in its worker processes, each after its own rollout.
 
-        The update is ``sb3_a3c.a3c.update.apply_update`` (loss, gradient, shared optimizer step), called by
+        The update is ``sb3_a3c.common.update.apply_update`` (loss, gradient, shared optimizer step), called by
         the actor-learner loop ``sb3_a3c.a3c.actor_learner.run_actor_learner``; ``learn()`` starts the
         workers and turns their reports into SB3's callbacks and logs (``sb3_a3c.a3c.reporting``).
         """
         raise NotImplementedError(
-            "A3C has no main-process update: each worker applies its own (sb3_a3c.a3c.update.apply_update). Call learn()."
+            "A3C has no main-process update: each worker applies its own (sb3_a3c.common.update.apply_update). Call learn()."
         )
 
     def learn(
@@ -395,80 +363,87 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         )
         callback.on_training_start(locals(), globals())
         assert self.env is not None
-        n_workers = self._worker_count()
         # The env may have been replaced (set_env, load) since __init__ checked it
-        check_envs_divide_among_workers(self.n_envs, n_workers, type(self).__name__)
-
-        record_observations = callback_may_read_observations(callback)
-        job: ActorLearnerJob | None = None
-        pool: Any
-        if self.ray_address is None:
-            self._share_model()
-            job = self._make_job(total_timesteps, record_observations, self._worker_starts_to_continue(reset_num_timesteps))
-            self._update_lock = job.update_lock
-            # Steps the workers have collected, ahead of num_timesteps while reports wait to be handled
-            self._global_step_counter = job.global_step_counter
-            pool = WorkerPool(n_workers, partial(run_actor_learner, job), job.stop_event, self._describe_worker(job))
-        else:
-            self._check_machines()
-            pool = self._make_ray_pool(total_timesteps, record_observations)
-            self._update_lock = pool.update_lock
-        report_handler = WorkerReportHandler(self, n_workers, callback, log_interval, total_timesteps)
-        worker_envs: list[WorkerEnvs] = []
-
-        # The workers use the cores; callbacks that run the policy here (EvalCallback) use one thread
-        main_process_threads = th.get_num_threads()
-        th.set_num_threads(1)
+        check_envs_divide_among_workers(self.n_envs, self._worker_count(), type(self).__name__)
+        backend = self._make_backend(total_timesteps, callback_reads_step_locals(callback), reset_num_timesteps)
+        merger = ReportMerger(self._worker_count())
+        self._training_stopped, self._iteration = False, 0
         try:
-            with pool:
-                self._machines = getattr(pool, "machines", None)
+            with one_torch_thread(), backend:
+                self._backend = backend
                 callback.on_rollout_start()
-                for report in pool.reports():
-                    if isinstance(report, WorkerEnvs):
-                        worker_envs.append(report)
-                    elif not report_handler.handle(report):
-                        pool.request_stop()
-            if job is not None:
-                self._take_back_worker_envs(job, worker_envs)
-            else:
-                # What the exchanges with the machines cost (docs/benchmarks.md, "More than one machine")
-                self.machine_sync_statistics = pool.sync_statistics()
+                for report in backend.reports():
+                    self._apply_report(report)
+                    for progress in merger.add(report):
+                        self._show(progress, callback, log_interval, total_timesteps)
+                    if self._training_stopped:
+                        backend.request_stop()
+            self._worker_starts = (self.env, self._worker_count(), backend.take_back_envs())
+            # What the exchanges with the machines cost (docs/benchmarks.md, "More than one machine")
+            self.backend_statistics = backend.statistics()
         finally:
-            th.set_num_threads(main_process_threads)
-            self._update_lock = self._global_step_counter = self._machines = None
-            report_handler.finish()
-
+            self._backend = None
+            for step in merger.unmerged_steps():
+                self._count_step(step)
         callback.on_training_end()
         return self
 
-    def _describe_worker(self, job: ActorLearnerJob) -> Callable[[int], str]:
-        def describe_worker(rank: int) -> str:
-            return describe_env(self.env, job.worker_env_indices(rank)[0])
+    def _apply_report(self, report: RolloutReport) -> None:
+        """One worker's update is done: count it, and mirror its VecNormalize statistics."""
+        self._n_updates += 1
+        if report.normalization_stats is not None and self._vec_normalize_env is not None:
+            self._vec_normalize_env.obs_rms, self._vec_normalize_env.ret_rms = report.normalization_stats
 
-        return describe_worker
+    def _show(
+        self, progress: VecEnvStep | IterationEnd, callback: BaseCallback, log_interval: int, total_timesteps: int
+    ) -> None:
+        """Show one step or iteration end to the callback, as SB3's ``collect_rollouts`` and ``learn`` would."""
+        if self._training_stopped:
+            if isinstance(progress, VecEnvStep):
+                self._count_step(progress)
+        elif isinstance(progress, VecEnvStep):
+            self.num_timesteps += len(progress.locals["dones"])
+            callback.update_locals({**progress.locals, "env": self.env})
+            if not callback.on_step():
+                self._training_stopped = True
+                return
+            self._update_info_buffer(progress.locals["infos"], progress.locals["dones"])
+        else:
+            self._end_iteration(progress, callback, log_interval, total_timesteps)
 
-    def _make_ray_pool(self, total_timesteps: int, record_observations: bool) -> Any:
-        """The machines of the Ray cluster at ``ray_address`` as a worker pool (``sb3_a3c.a3c.ray_machines``)."""
-        from sb3_a3c.a3c.ray_machines import RayMachinePool  # imports Ray: only here
+    def _count_step(self, step: VecEnvStep) -> None:
+        """A step no callback is shown (training was stopped): its steps and episodes still count."""
+        self.num_timesteps += len(step.locals["dones"])
+        self._update_info_buffer(step.locals["infos"], step.locals["dones"])
 
-        return RayMachinePool(
-            model=self,
-            training_env=self.env,
-            worker_seeds=self._draw_worker_seeds(),
-            rollouts_per_worker=self._rollouts_per_worker(total_timesteps),
-            total_timesteps=total_timesteps,
-            record_observations=record_observations,
-            address=self.ray_address,
-            n_machines=self.n_machines,
-            sync_interval=self.machine_sync_interval,
-            update_lock=threading.Lock(),
+    def _end_iteration(
+        self, iteration_end: IterationEnd, callback: BaseCallback, log_interval: int, total_timesteps: int
+    ) -> None:
+        callback.on_rollout_end()
+        self._iteration += 1
+        self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
+        self._update_learning_rate(self.policy.optimizer)
+        metrics = iteration_end.metrics
+        record_train_metrics(
+            self.logger,
+            self.policy,
+            n_updates=self._n_updates,
+            explained_variance=float(np.mean([m.explained_variance for m in metrics])),
+            entropy_loss=float(np.mean([m.entropy_loss for m in metrics])),
+            policy_loss=float(np.mean([m.policy_loss for m in metrics])),
+            value_loss=float(np.mean([m.value_loss for m in metrics])),
+            grad_norm=float(np.mean([m.grad_norm for m in metrics])),
         )
+        if log_interval is not None and self._iteration % log_interval == 0:
+            self.dump_logs(self._iteration)
+        callback.on_rollout_start()
 
     def get_parameters(self) -> dict[str, dict]:
         # Workers may be writing the shared parameters: copy them between two updates
-        lock = getattr(self, "_update_lock", None)
-        if lock is None:
+        backend = getattr(self, "_backend", None)
+        if backend is None:
             return super().get_parameters()
+        lock = backend.update_lock
         if not lock.acquire(timeout=SNAPSHOT_LOCK_TIMEOUT):
             raise RuntimeError(
                 f"Could not take a consistent snapshot of the shared model within {SNAPSHOT_LOCK_TIMEOUT} s: "
@@ -482,5 +457,5 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
 
     def _excluded_save_params(self) -> list[str]:
         # Set during learn(), or live objects of this process (envs, locks, Ray handles)
-        during_learn = ["_update_lock", "_global_step_counter", "_worker_starts", "_machines", "machine_sync_statistics"]
+        during_learn = ["_backend", "_worker_starts", "_training_stopped", "_iteration", "backend_statistics"]
         return [*super()._excluded_save_params(), *during_learn]

@@ -3,15 +3,17 @@ A3C on a Ray cluster: one learner per machine, each running the one-machine A3C 
 sharing that machine's model and optimizer) and exchanging parameters with the main process every
 ``machine_sync_interval`` of its workers' updates.
 
-The main process keeps the user's model, callbacks and logger. ``RayMachinePool`` has the interface of
-``worker_pool.WorkerPool`` (a context manager whose ``reports()`` yields the workers' reports), so
-``A3C.learn()`` drives both the same way. Each exchange (``MachineLearner.sync``) takes the machine's
+The main process keeps the user's model, callbacks and logger. ``RayBackend`` is a ``backends.Backend``,
+so ``A3C.learn()`` drives it as it drives the one-machine backend, and each machine's learner runs a
+``backends.OneMachineBackend``: the same workers and update as on one machine. A learner gets the model's
+``A3CConfig`` and its policy's state, not the model. Each exchange (``MachineLearner.sync``) takes the machine's
 reports since the previous one and the change of its parameters since then (``parameter_sync``), and gives
 the machine the main process's global parameters.
 
 Only this module imports Ray, and only ``A3C(ray_address=...)`` imports this module.
 """
 
+import dataclasses
 import io
 import os
 import threading
@@ -19,7 +21,6 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 try:
@@ -30,13 +31,17 @@ except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError('A3C(ray_address=...) runs on Ray, which is not installed: pip install "sb3-a3c[ray]"') from error
 
 import numpy as np
+import torch as th
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_a3c.a3c.actor_learner import run_actor_learner
-from sb3_a3c.a3c.parameter_sync import MachineParameters, add_delta, as_numpy, floating_state, size_in_bytes
-from sb3_a3c.a3c.reporting import RolloutReport, WorkerEnvs
-from sb3_a3c.a3c.worker_envs import describe_env, export_worker_env, import_worker_env, make_worker_env
-from sb3_a3c.a3c.worker_pool import WorkerError, WorkerPool
+from sb3_a3c.a3c.actor_learner import ActorLearnerJob, RunSettings, WorkerStart
+from sb3_a3c.a3c.backends import OneMachineBackend
+from sb3_a3c.a3c.config import A3CConfig
+from sb3_a3c.a3c.messages import RolloutReport
+from sb3_a3c.a3c.parameter_sync import MachineParameters, add_delta, floating_state, size_in_bytes
+from sb3_a3c.a3c.worker_envs import export_worker_env, import_worker_env, make_worker_env
+from sb3_a3c.a3c.worker_pool import WorkerError
 
 # Seconds a machine's sync waits for its workers' updates before answering anyway (keeps the main process responsive)
 SYNC_WAIT = 1.0
@@ -59,19 +64,6 @@ def _process_exists(pid: int) -> bool:
 
 
 @dataclass
-class MachineSettings:
-    """What one machine's learner needs besides the model and its envs."""
-
-    machine_index: int
-    n_workers: int
-    worker_seeds: list[int]
-    rollouts_per_worker: int
-    total_timesteps: int
-    record_observations: bool
-    sync_interval: int
-
-
-@dataclass
 class SyncResult:
     """One machine's answer to a sync."""
 
@@ -86,34 +78,31 @@ class MachineLearner:
     """
     The learner of one machine (a Ray actor): the one-machine A3C on this machine's share of the envs.
 
-    :param model_zip: the model as ``A3C.save`` writes it (parameters, optimizer statistics, hyperparameters)
+    :param config: the model's hyperparameters and policy architecture
+    :param policy_state: the policy's parameters and optimizer statistics (``policy_state_bytes``)
     :param env_data: this machine's envs (``worker_envs.export_worker_env``)
-    :param settings: this machine's share of the workers, their seeds and budget
+    :param run: this machine's share of the workers (their seeds) and their budget
+    :param steps_done: the steps the model had collected before this ``learn()``
+    :param sync_interval: updates of this machine's workers between two exchanges with the main process
     """
 
-    def __init__(self, model_zip: bytes, env_data: bytes, settings: MachineSettings) -> None:
-        from sb3_a3c.a3c.a3c import A3C  # here: the actor process imports this module before sb3_a3c.a3c.a3c
-
-        self.settings = settings
+    def __init__(
+        self, config: A3CConfig, policy_state: bytes, env_data: bytes, run: RunSettings, steps_done: int, sync_interval: int
+    ) -> None:
         env, _ = import_worker_env(env_data, None)
-        model = A3C.load(io.BytesIO(model_zip), env=env, device="cpu", n_workers=settings.n_workers, ray_address=None)
-        model._share_model()
-        job = model._make_job(
-            settings.total_timesteps,
-            settings.record_observations,
-            worker_seeds=settings.worker_seeds,
-            rollouts_per_worker=settings.rollouts_per_worker,
-        )
-        self.model, self.job = model, job
-        self.parameters = MachineParameters(model.policy)
+        state = th.load(io.BytesIO(policy_state))
+        shared_policy = config.make_shared_policy(state["policy"], state["optimizer"])
+        self.job = ActorLearnerJob.create(config, run, shared_policy, env, steps_done)
+        self.backend = OneMachineBackend(self.job)
+        self.sync_interval = sync_interval
+        self.parameters = MachineParameters(shared_policy)
         self._condition = threading.Condition()
         self._outbox: list[RolloutReport] = []
         self._updates_since_sync = 0
         self._error: str | None = None
         self._finished = False
         self._others_steps_applied = 0
-        self._pool: WorkerPool | None = None
-        # The pool is started by a thread that lives as long as it: the workers die with that thread
+        # The workers are started by a thread that lives as long as they do: they die with that thread
         self._thread = threading.Thread(target=self._run_workers, name="sb3-a3c-machine", daemon=True)
         self._thread.start()
 
@@ -124,21 +113,12 @@ class MachineLearner:
 
     def worker_pids(self) -> list[int]:
         """The process ids of this machine's workers (empty until they have started)."""
-        pool = self._pool
-        return [process.pid for process in pool.processes] if pool is not None else []
+        return [process.pid for process in self.backend.pool.processes]
 
     def _run_workers(self) -> None:
-        model, job = self.model, self.job
-
-        def describe_worker(rank: int) -> str:
-            return describe_env(model.env, job.worker_env_indices(rank)[0])
-
         try:
-            with WorkerPool(self.settings.n_workers, partial(run_actor_learner, job), job.stop_event, describe_worker) as pool:
-                self._pool = pool
-                for report in pool.reports():
-                    if isinstance(report, WorkerEnvs):
-                        continue  # envs stay on their machine
+            with self.backend as backend:
+                for report in backend.reports():  # the envs stay on their machine
                     with self._condition:
                         self._outbox.append(report)
                         self._updates_since_sync += 1
@@ -166,7 +146,7 @@ class MachineLearner:
         waiting = time.perf_counter()
         with self._condition:
             self._condition.wait_for(
-                lambda: self._updates_since_sync >= self.settings.sync_interval or self._finished, timeout=SYNC_WAIT
+                lambda: self._updates_since_sync >= self.sync_interval or self._finished, timeout=SYNC_WAIT
             )
             reports, self._outbox = self._outbox, []
             self._updates_since_sync = 0
@@ -237,45 +217,48 @@ def machine_nodes(n_machines: int | None) -> list[dict[str, Any]]:
     return [nodes[index % len(nodes)] for index in range(count)]
 
 
-class RayMachinePool:
-    """
-    Run the workers of ``learn()`` on the machines of a Ray cluster and relay their reports (``WorkerPool``'s interface).
+def policy_state_bytes(policy: ActorCriticPolicy) -> bytes:
+    """``policy``'s parameters and optimizer statistics, as ``MachineLearner`` takes them."""
+    buffer = io.BytesIO()
+    th.save({"policy": policy.state_dict(), "optimizer": policy.optimizer.state_dict()}, buffer)
+    return buffer.getvalue()
 
-    :param model: the model being trained (its policy holds the global parameters)
-    :param training_env: the user's VecEnv; machine ``m`` gets envs ``machine_env_indices(m)`` of it
-    :param worker_seeds: one seed per worker, all machines together
-    :param rollouts_per_worker: each worker's budget
-    :param total_timesteps: the global budget
-    :param record_observations: whether ``new_obs`` travels (a user's callback is attached)
+
+class RayBackend:
+    """
+    The workers of ``learn()`` on the machines of a Ray cluster (a ``backends.Backend``).
+
+    :param config: the model's hyperparameters and policy architecture
+    :param policy: the model's policy: it holds the global parameters
+    :param training_env: the user's VecEnv; machine ``m`` gets its ``m``-th share of the envs
+    :param run: the workers of all machines together (one seed per worker) and their budget
+    :param steps_done: the steps the model had collected before this ``learn()``
     :param address: the Ray cluster's address (``A3C``'s ``ray_address``)
     :param n_machines: learners to start (None: one per node)
     :param sync_interval: updates of a machine's workers between two exchanges with the main process
-    :param update_lock: held while the global parameters change (checkpoints see whole exchanges)
     """
 
     def __init__(
         self,
-        model: Any,
+        config: A3CConfig,
+        policy: ActorCriticPolicy,
         training_env: VecEnv,
-        worker_seeds: list[int],
-        rollouts_per_worker: int,
-        total_timesteps: int,
-        record_observations: bool,
+        run: RunSettings,
+        steps_done: int,
         address: str,
         n_machines: int | None,
         sync_interval: int,
-        update_lock: threading.Lock,
     ) -> None:
-        self.model = model
+        self.config = config
+        self.policy = policy
         self.training_env = training_env
-        self.worker_seeds = worker_seeds
-        self.rollouts_per_worker = rollouts_per_worker
-        self.total_timesteps = total_timesteps
-        self.record_observations = record_observations
+        self.run = run
+        self.steps_done = steps_done
         self.address = address
         self.n_machines = n_machines
         self.sync_interval = sync_interval
-        self.update_lock = update_lock
+        # Held while the global parameters change (checkpoints see whole exchanges)
+        self.update_lock = threading.Lock()
         self.machines: list[Machine] = []
         self.sync_bytes: list[int] = []
         # Seconds from request to answer, less the machine's wait for its workers' updates
@@ -285,7 +268,7 @@ class RayMachinePool:
         self._connected_here = False
         self._stop_requested = False
 
-    def __enter__(self) -> "RayMachinePool":
+    def __enter__(self) -> "RayBackend":
         try:
             self.start()
         except BaseException:
@@ -300,34 +283,26 @@ class RayMachinePool:
         self._connected_here = connect(self.address)
         nodes = machine_nodes(self.n_machines)
         n_machines = len(nodes)
-        n_envs, n_workers = self.training_env.num_envs, len(self.worker_seeds)
+        n_envs, n_workers = self.training_env.num_envs, len(self.run.worker_seeds)
         if n_envs % n_machines or n_workers % n_machines:
             raise ValueError(
                 f"n_envs={n_envs} and n_workers={n_workers} must both be multiples of the number of machines ({n_machines})."
             )
         envs_per_machine, workers_per_machine = n_envs // n_machines, n_workers // n_machines
-        buffer = io.BytesIO()
-        self.model.save(buffer)
-        model_zip = ray.put(buffer.getvalue())
+        policy_state = ray.put(policy_state_bytes(self.policy))
         remote_class = ray.remote(max_restarts=0, max_concurrency=2)(MachineLearner)
         for index, node in enumerate(nodes):
             indices = range(index * envs_per_machine, (index + 1) * envs_per_machine)
             env_data = export_worker_env(make_worker_env(self.training_env, indices), None)
             first_rank = index * workers_per_machine
-            settings = MachineSettings(
-                machine_index=index,
-                n_workers=workers_per_machine,
-                worker_seeds=self.worker_seeds[first_rank : first_rank + workers_per_machine],
-                rollouts_per_worker=self.rollouts_per_worker,
-                total_timesteps=self.total_timesteps,
-                record_observations=self.record_observations,
-                sync_interval=self.sync_interval,
+            machine_run = dataclasses.replace(
+                self.run, worker_seeds=self.run.worker_seeds[first_rank : first_rank + workers_per_machine]
             )
             actor = remote_class.options(
                 num_cpus=1,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
                 name=None,
-            ).remote(model_zip, env_data, settings)
+            ).remote(self.config, policy_state, env_data, machine_run, self.steps_done, self.sync_interval)
             self.machines.append(Machine(index, actor, node["NodeID"], node.get("NodeManagerAddress", "?"), first_rank))
         # The learners are built (or their errors raised) before training starts
         for machine in self.machines:
@@ -351,7 +326,8 @@ class RayMachinePool:
         self._stop_requested = True
 
     def _global_state(self) -> Any:
-        return ray.put(as_numpy(floating_state(self.model.policy)))
+        # Called from the thread that alone changes the global parameters: put copies them at once
+        return ray.put({name: tensor.detach().numpy() for name, tensor in floating_state(self.policy).items()})
 
     def reports(self) -> Iterator[RolloutReport]:
         """
@@ -372,7 +348,7 @@ class RayMachinePool:
                 self.sync_bytes.append(2 * size_in_bytes(result.delta))
                 applying = time.perf_counter()
                 with self.update_lock:
-                    add_delta(self.model.policy, result.delta)
+                    add_delta(self.policy, result.delta)
                 parameter_seconds = time.perf_counter() - applying
                 for report in result.reports:
                     report.worker_rank += machine.first_rank
@@ -388,7 +364,11 @@ class RayMachinePool:
                     sent_at[next_ref] = time.monotonic()
                 self.parameter_seconds.append(parameter_seconds)
 
-    def sync_statistics(self) -> dict[str, float]:
+    def take_back_envs(self) -> list[WorkerStart] | None:
+        """The envs stay on their machines: the training env keeps its own."""
+        return None
+
+    def statistics(self) -> dict[str, float]:
         """
         How many exchanges there were, their bytes (both ways), their latency (request to answer, less the time
         the machine waited for its workers' updates) and the main process's time per exchange on the parameters

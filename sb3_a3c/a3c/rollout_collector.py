@@ -11,7 +11,8 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_a3c.a3c.step_locals import RolloutSteps, StepRecorder
+from sb3_a3c.a3c.messages import RolloutSteps
+from sb3_a3c.a3c.step_locals import StepRecorder
 from sb3_a3c.common.buffers import initial_lstm_states, make_rollout_buffer
 
 # The attributes of ``self`` that SB3's ``OnPolicyAlgorithm.collect_rollouts`` and sb3-contrib's
@@ -59,7 +60,8 @@ class RolloutCollector:
     :param gae_lambda: GAE lambda
     :param use_sde: whether to use generalized State Dependent Exploration
     :param sde_sample_freq: sample a new gSDE noise matrix every n steps (-1: once per rollout)
-    :param record_observations: also record each step's ``new_obs`` for the main process's callbacks
+    :param record_step_locals: record every step's locals for the main process's callbacks (otherwise only the
+        episodes that ended)
     :param resume_from: continue from this state (the envs' episodes in progress) instead of resetting ``env``
     """
 
@@ -74,7 +76,7 @@ class RolloutCollector:
         gae_lambda: float,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
-        record_observations: bool = False,
+        record_step_locals: bool = False,
         resume_from: CollectorState | None = None,
     ) -> None:
         self.policy = policy
@@ -96,17 +98,17 @@ class RolloutCollector:
             self._last_episode_starts = resume_from.last_episode_starts
             self._last_lstm_states = resume_from.last_lstm_states
         self._collect_rollouts = RecurrentPPO.collect_rollouts if self.recurrent else OnPolicyAlgorithm.collect_rollouts
-        self._recorder = StepRecorder(record_observations)
+        self._recorder = StepRecorder(record_step_locals)
 
     def collect(self) -> RolloutSteps:
         """
         Fill the rollout buffer with ``n_steps`` transitions per env and compute returns and advantages.
 
-        :return: what SB3 would have shown a callback at each step (``infos`` holds the finished episodes' statistics)
+        :return: what SB3 would have shown a callback at each step (or the episodes that ended)
         """
         self._recorder.start()
         self._collect_rollouts(self, self.env, self._recorder, self.rollout_buffer, self.n_steps)  # type: ignore[arg-type]
-        return self._recorder.rollout_steps()
+        return self._recorder.rollout_steps(self.env.num_envs)
 
     def state(self) -> CollectorState:
         """Where the envs stand now (pass it as ``resume_from`` to continue their episodes)."""

@@ -11,19 +11,20 @@ also watches the stop event, so a stop request, or another worker's failure or d
 waiting for a partner that will not come.
 """
 
+import math
 import multiprocessing.sharedctypes
 import multiprocessing.synchronize
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch as th
-from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.utils import update_learning_rate
 
-from sb3_a3c.a3c.update import UpdateMetrics, rollout_gradient, step_shared_optimizer, update_metrics
+from sb3_a3c.common.update import UpdateMetrics, UpdateSettings, apply_update
 
 # The worker that combines the gradients and steps the shared optimizer
 LEADER_RANK = 0
@@ -91,11 +92,7 @@ def apply_synchronous_update(
     local_policy: ActorCriticPolicy,
     shared_policy: ActorCriticPolicy,
     rollout_buffer: RolloutBuffer,
-    action_space: spaces.Space,
-    ent_coef: float,
-    vf_coef: float,
-    max_grad_norm: float,
-    normalize_advantage: bool,
+    settings: UpdateSettings,
     learning_rate: float,
     update_lock: multiprocessing.synchronize.Lock,
     exchange: GradientExchange,
@@ -105,7 +102,7 @@ def apply_synchronous_update(
 ) -> UpdateMetrics | None:
     """
     Hand this worker's rollout gradient to ``exchange`` and return once the leader has applied the mean of all
-    workers' gradients (the leader: once it has applied it). Arguments as ``update.apply_update``, and:
+    workers' gradients (the leader: once it has applied it). Arguments as ``apply_update``, and:
 
     :param exchange: the gradients of all workers of this machine
     :param rank: this worker's rank
@@ -115,22 +112,28 @@ def apply_synchronous_update(
         was requested before all workers' gradients met (the shared policy is then not updated)
     :raises NonFiniteLossError: when this worker's loss or gradient is not finite
     """
-    n_workers = exchange.gradients.shape[0]
-    losses, _ = rollout_gradient(
-        local_policy, rollout_buffer, action_space, ent_coef, vf_coef, float("inf"), normalize_advantage
-    )
+    # This worker's gradient, not clipped: the leader clips the workers' mean
+    metrics = apply_update(local_policy, rollout_buffer, replace(settings, max_grad_norm=math.inf), learning_rate, None)
     exchange.put(rank, local_policy, update_number)
 
     if rank == LEADER_RANK:
+        n_workers = exchange.gradients.shape[0]
         all_ready = wait_until(
             lambda: all(exchange.gradients_ready[other] >= update_number for other in range(n_workers)), stop_requested
         )
         if not all_ready:
             return None
         exchange.set_mean_gradient(shared_policy)
-        exchange.combined_grad_norm.value = th.nn.utils.clip_grad_norm_(shared_policy.parameters(), max_grad_norm).item()
-        step_shared_optimizer(shared_policy, local_policy, learning_rate, update_lock)
+        combined_grad_norm = th.nn.utils.clip_grad_norm_(shared_policy.parameters(), settings.max_grad_norm)
+        exchange.combined_grad_norm.value = combined_grad_norm.item()
+        optimizer = shared_policy.optimizer
+        update_learning_rate(optimizer, learning_rate)
+        with update_lock:
+            optimizer.step()
+            for buffer, shared_buffer in zip(local_policy.buffers(), shared_policy.buffers()):
+                shared_buffer.copy_(buffer)
+        optimizer.zero_grad(set_to_none=True)
         exchange.updates_applied.value = update_number
     elif not wait_until(lambda: exchange.updates_applied.value >= update_number, stop_requested):
         return None
-    return update_metrics(losses, rollout_buffer, exchange.combined_grad_norm.value)
+    return metrics._replace(grad_norm=exchange.combined_grad_norm.value)

@@ -8,12 +8,10 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import explained_variance
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_a3c.common.buffers import initial_lstm_states, make_rollout_buffer
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
-from sb3_a3c.common.losses import actor_critic_loss
 from sb3_a3c.common.policies import (
     POLICY_ALIASES,
     build_policy,
@@ -22,6 +20,7 @@ from sb3_a3c.common.policies import (
     with_default_optimizer,
 )
 from sb3_a3c.common.train_logging import record_train_metrics
+from sb3_a3c.common.update import UpdateSettings, apply_update
 from sb3_a3c.common.validation import check_action_space, check_hyperparameters
 
 SelfSyncA2C = TypeVar("SelfSyncA2C", bound="SyncA2C")
@@ -168,40 +167,29 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
 
     def train(self) -> None:
         """
-        Update policy using the currently gathered rollout buffer (one gradient step over all of it).
+        Update policy using the currently gathered rollout buffer (one gradient step over all of it, with the
+        update of A3C's workers: ``sb3_a3c.common.update.apply_update``).
         """
-        # Switch to train mode (this affects batch norm / dropout)
-        self.policy.set_training_mode(True)
-
         # Update optimizer learning rate
         self._update_learning_rate(self.policy.optimizer)
 
-        # All transitions of all workers in one batch
-        rollout_data = next(self.rollout_buffer.get(batch_size=None))
-        losses = actor_critic_loss(
-            self.policy, rollout_data, self.action_space, self.ent_coef, self.vf_coef, self.normalize_advantage
-        )
-
-        # Optimization step
-        self.policy.optimizer.zero_grad()
-        losses.loss.backward()
-
-        # Clip grad norm
-        th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
-        self.policy.optimizer.step()
+        # All transitions of all workers in one batch; loss, gradient, clipping, optimization step
+        learning_rate = self.lr_schedule(self._current_progress_remaining)
+        metrics = apply_update(self.policy, self.rollout_buffer, self._update_settings(), learning_rate, self.policy)
 
         self._n_updates += 1
         record_train_metrics(
             self.logger,
             self.policy,
             n_updates=self._n_updates,
-            explained_variance=float(
-                explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
-            ),
-            entropy_loss=losses.entropy_loss,
-            policy_loss=losses.policy_loss,
-            value_loss=losses.value_loss,
+            explained_variance=metrics.explained_variance,
+            entropy_loss=metrics.entropy_loss,
+            policy_loss=metrics.policy_loss,
+            value_loss=metrics.value_loss,
         )
+
+    def _update_settings(self) -> UpdateSettings:
+        return UpdateSettings(self.ent_coef, self.vf_coef, self.max_grad_norm, self.normalize_advantage)  # type: ignore[arg-type]
 
     def learn(
         self: SelfSyncA2C,
