@@ -190,7 +190,8 @@ def test_slow_callback_does_not_stop_the_workers_and_loses_no_report():
         "infos": [{}],
         "new_obs": np.zeros((1, 4), dtype=np.float32),
     }
-    report = RolloutReport(0, n_steps, UpdateMetrics(0.0, 0.0, 0.0, 0.0, 0.0), steps=RolloutSteps(n_steps, 1, steps=[one_step] * n_steps))
+    steps = RolloutSteps(n_steps, 1, steps=[one_step] * n_steps)
+    report = RolloutReport(0, n_steps, UpdateMetrics(0.0, 0.0, 0.0, 0.0, 0.0), steps=steps)
     steps_the_pipes_hold = n_envs * (pipe_capacity_bytes() // len(pickle.dumps(report))) * n_steps
     callback = SlowCallbackOnce(at=1000, steps_while_held=3 * steps_the_pipes_hold)
     model = A3C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=n_envs, seed=0), n_steps=n_steps, seed=0)

@@ -1,6 +1,7 @@
 """Imports inside ``sb3_a3c`` run one way: no module imports, directly or through others, a module that imports it."""
 
 import ast
+import itertools
 from pathlib import Path
 
 import sb3_a3c
@@ -70,6 +71,6 @@ def test_no_module_of_the_package_imports_itself_through_others():
 def test_a3c_modules_import_one_way_from_the_algorithm_to_the_update():
     graph = import_graph()
     chain = ["sb3_a3c.a3c.a3c", "sb3_a3c.a3c.backends", "sb3_a3c.a3c.actor_learner", "sb3_a3c.common.update"]
-    for importer, imported in zip(chain, chain[1:]):
+    for importer, imported in itertools.pairwise(chain):
         assert imported in graph[importer]
     assert "sb3_a3c.a3c.a3c" not in graph["sb3_a3c.a3c.ray_machines"]
