@@ -15,18 +15,16 @@ up training (the worker's reports, parameter sync and lock are left out, so it s
     python benchmarks/ale_vector_env.py --steps 20000 --rounds 3
 """
 
-import argparse
 import platform
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import ale_py
 import gymnasium as gym
 import numpy as np
 import torch as th
 from ale_py.vector_env import AtariVectorEnv
-from result_files import alternating_rounds, median_of_rounds, write_result
+from result_files import alternating_rounds, median_of_rounds, rounds_parser, write_result
 from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.vec_env import VecFrameStack, VecTransposeImage
 from throughput import ENV_ID, shipped_a3c_entry, time_in_worker_processes
@@ -125,10 +123,8 @@ def measure(mode: str, source: str, steps: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = rounds_parser(__doc__, "ale_vector_env")
     parser.add_argument("--steps", type=int, default=20_000, help="env steps per variant and round, all workers together")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "ale_vector_env.json")
     args = parser.parse_args()
 
     variants = [(mode, source) for mode in MODES for source in ENV_SOURCES]

@@ -10,7 +10,6 @@ prints the median of each and writes JSON.
     python benchmarks/conv_layout.py --policy CnnPolicy --output benchmarks/results/conv_layout_nature_cnn.json
 """
 
-import argparse
 import json
 import os
 import platform
@@ -18,9 +17,9 @@ import shlex
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch as th
+from result_files import rounds_parser
 from throughput import make_shipped_a3c
 
 from sb3_a3c.a3c.config import A3CConfig
@@ -50,11 +49,9 @@ def measure(layout: str, policy: str | None, steps: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = rounds_parser(__doc__, "conv_layout")
     parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--policy", default=None, help="instead of the shipped entry's policy (e.g. CnnPolicy)")
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "conv_layout.json")
     args = parser.parse_args()
     rates: dict[str, list[float]] = {layout: [] for layout in LAYOUTS}
     for round_index in range(args.rounds):

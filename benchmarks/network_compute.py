@@ -21,17 +21,15 @@ RMSprop steps. Variants:
     python benchmarks/network_compute.py --updates 200 --rounds 3
 """
 
-import argparse
 import contextlib
 import platform
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from result_files import alternating_rounds, median_of_rounds, write_result
+from result_files import alternating_rounds, median_of_rounds, rounds_parser, write_result
 from throughput import shipped_a3c_entry
 
 from sb3_a3c import A3C
@@ -130,10 +128,8 @@ def measure(network: WorkerNetwork, variant: str, updates: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = rounds_parser(__doc__, "network_compute")
     parser.add_argument("--updates", type=int, default=200, help="updates per variant and round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "network_compute.json")
     args = parser.parse_args()
     th.set_num_threads(1)
     network = WorkerNetwork()

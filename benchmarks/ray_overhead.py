@@ -9,7 +9,9 @@ and rate, for the scaling estimate of docs/benchmarks.md. Every variant updates 
 out the learners' start-up): the workers then send every step's locals, observations included.
 ``--callback library`` attaches SB3's own callbacks only (an empty ``CallbackList``), as the Zoo's callbacks are:
 the workers then send finished episodes only, and steps/s are counted over the whole ``learn()``. The main process's CPU
-time per 1000 env steps is counted over the whole ``learn()`` in both.
+time (all its threads) per 1000 env steps is counted over the whole ``learn()``, and over its steady state
+(from 10% to 90% of the steps, sampled by a thread of the benchmark: the start-up and the end, which do
+not grow with a run's length, left out).
 
     python benchmarks/ray_overhead.py --steps 30000 --rounds 2 --callback library
 """
@@ -17,6 +19,7 @@ time per 1000 env steps is counted over the whole ``learn()`` in both.
 import argparse
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -51,36 +54,91 @@ class RateAfterWarmup(BaseCallback):
         return (self.end[1] - self.start[1]) / (self.end[0] - self.start[0])
 
 
+def main_thread_cpu_seconds() -> float:
+    """CPU time of this process's main thread (the one that runs ``learn()`` and the callbacks)."""
+    return time.clock_gettime(time.pthread_getcpuclockid(threading.main_thread().ident))
+
+
+class SteadyStateCpu:
+    """
+    (CPU time of this process, of its main thread, ``model.num_timesteps``) every ``interval`` seconds, from a
+    thread of its own.
+    """
+
+    def __init__(self, model, interval: float = 0.05):
+        self.model = model
+        self.interval = interval
+        self.samples: list[tuple[float, float, int]] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._done.wait(self.interval):
+            self.samples.append((time.process_time(), main_thread_cpu_seconds(), self.model.num_timesteps))
+
+    def __enter__(self) -> "SteadyStateCpu":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def seconds_per_1000_steps(self, total_steps: int) -> tuple[float, float]:
+        """
+        CPU seconds per 1000 steps of the process and of its main thread, from the first sample at 10% of
+        ``total_steps`` to the first at 90%.
+        """
+        first = next(sample for sample in self.samples if sample[2] >= 0.1 * total_steps)
+        last = next(sample for sample in self.samples if sample[2] >= 0.9 * total_steps)
+        steps = last[2] - first[2]
+        return 1000 * (last[0] - first[0]) / steps, 1000 * (last[1] - first[1]) / steps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=30_000)
     parser.add_argument("--warmup", type=int, default=5_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--callback", choices=["user", "library"], default="library")
+    parser.add_argument(
+        "--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS), help="Ray starts only for a Ray variant"
+    )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "ray_overhead.json")
     args = parser.parse_args()
 
-    cpus = len(os.sched_getaffinity(0))
-    ray.init(include_dashboard=False, log_to_driver=False, num_cpus=cpus, _node_ip_address="127.0.0.1")
-    rates: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
-    syncs: dict[str, list[dict]] = {variant: [] for variant in VARIANTS if VARIANTS[variant][0]}
-    main_cpu: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    variants = {variant: VARIANTS[variant] for variant in args.variants}
+    uses_ray = any(address for address, _ in variants.values())
+    if uses_ray:  # its threads in this process cost CPU in every variant
+        cpus = len(os.sched_getaffinity(0))
+        ray.init(include_dashboard=False, log_to_driver=False, num_cpus=cpus, _node_ip_address="127.0.0.1")
+    rates: dict[str, list[float]] = {variant: [] for variant in variants}
+    syncs: dict[str, list[dict]] = {variant: [] for variant in variants if variants[variant][0]}
+    main_cpu: dict[str, list[float]] = {variant: [] for variant in variants}
+    main_cpu_steady: dict[str, list[float]] = {variant: [] for variant in variants}
+    main_thread_steady: dict[str, list[float]] = {variant: [] for variant in variants}
     try:
         for round_index in range(args.rounds):
-            for variant, (address, n_machines) in VARIANTS.items():
+            for variant, (address, n_machines) in variants.items():
                 model = make_shipped_a3c(ray_address=address, n_machines=n_machines, synchronous_updates=False)
                 sync_interval = model.machine_sync_interval
                 callback = RateAfterWarmup(args.warmup) if args.callback == "user" else CallbackList([])
                 start, start_cpu = time.perf_counter(), time.process_time()
-                model.learn(args.steps, callback=callback)
+                with SteadyStateCpu(model) as steady_state:
+                    model.learn(args.steps, callback=callback)
                 seconds = time.perf_counter() - start
+                steady_cpu_per_1000_steps, main_thread_per_1000_steps = steady_state.seconds_per_1000_steps(args.steps)
+                main_cpu_steady[variant].append(steady_cpu_per_1000_steps)
+                main_thread_steady[variant].append(main_thread_per_1000_steps)
                 rate = callback.rate() if args.callback == "user" else model.num_timesteps / seconds
                 # CPU time of the main process (all its threads; not the workers, not the learners)
                 main_cpu_per_1000_steps = 1000 * (time.process_time() - start_cpu) / model.num_timesteps
                 rates[variant].append(rate)
                 main_cpu[variant].append(main_cpu_per_1000_steps)
                 line = f"round {round_index + 1}: {variant:<24} {rate:8.1f} steps/s"
-                line += f"  main process {main_cpu_per_1000_steps * 1000:.0f} ms CPU per 1000 steps"
+                line += f"  main process {main_cpu_per_1000_steps * 1000:.1f} ms CPU per 1000 steps"
+                line += f" ({steady_cpu_per_1000_steps * 1000:.1f} ms in the steady state,"
+                line += f" {main_thread_per_1000_steps * 1000:.1f} ms of them its main thread's)"
                 if address:
                     statistics_ = dict(model.backend_statistics)
                     statistics_["syncs_per_second"] = statistics_["syncs"] / seconds
@@ -92,23 +150,27 @@ def main() -> None:
                     )
                 print(line, flush=True)
     finally:
-        ray.shutdown()
+        if uses_ray:
+            ray.shutdown()
 
     medians = median_of_rounds(rates)
-    reference = medians["one_machine_without_ray"]
+    reference = next(iter(medians.values()))
     print(f"\n{'variant':<24} {'steps/s':>9} {'ratio':>6}   (median of {args.rounds} rounds)")
     for variant, median in medians.items():
         print(f"{variant:<24} {median:9.1f} {median / reference:6.3f}")
     result = {
         "command": (
             f"python benchmarks/ray_overhead.py --steps {args.steps} --warmup {args.warmup} --rounds {args.rounds}"
-            f" --callback {args.callback}"
+            f" --callback {args.callback} --variants {' '.join(args.variants)}"
         ),
+        "ray_running_in_this_process": uses_ray,
         "callback": args.callback,
         "rounds": rates,
         "median_steps_per_second": medians,
         "syncs": syncs,
         "main_process_cpu_seconds_per_1000_steps": main_cpu,
+        "main_process_cpu_seconds_per_1000_steps_steady_state": main_cpu_steady,
+        "main_thread_cpu_seconds_per_1000_steps_steady_state": main_thread_steady,
         "machine_sync_interval": sync_interval,
     }
     write_result(args.output, result)

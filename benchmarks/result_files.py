@@ -1,5 +1,6 @@
 """Writing a benchmark's result file under benchmarks/results/."""
 
+import argparse
 import json
 import statistics
 from collections.abc import Iterator, Sequence
@@ -26,3 +27,11 @@ def write_result(output: Path, result: dict[str, Any]) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {output}")
+
+
+def rounds_parser(description: str, result_name: str, rounds: int = 3) -> argparse.ArgumentParser:
+    """A benchmark's command line: ``--rounds`` and ``--output`` (default ``results/<result_name>.json``)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / f"{result_name}.json")
+    return parser

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from result_files import median_of_rounds, write_result
+from result_files import median_of_rounds, rounds_parser, write_result
 
 
 def run_variant(variant: str, steps: int) -> float:
@@ -77,11 +77,9 @@ def steady_rate(model, steps: int, callback) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = rounds_parser(__doc__, "step_locals_cost")
     parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline-tree", type=Path, help="a checkout whose sb3_a3c package is the baseline")
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "step_locals_cost.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

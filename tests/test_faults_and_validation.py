@@ -13,24 +13,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper
 
 from sb3_a3c import A3C, SyncA2C, WorkerError
+from tests.helpers.faulty_envs import FaultAtStep
 
 from .conftest import live_children
-
-
-class RaiseOnStep(gym.Wrapper):
-    """Raises from env.step once the env has made `fail_at` steps."""
-
-    def __init__(self, env: gym.Env, fail_at: int):
-        super().__init__(env)
-        self.fail_at = fail_at
-        self.steps = 0
-
-    def step(self, action):
-        self.steps += 1
-        if self.steps >= self.fail_at:
-            raise RuntimeError(f"simulated env failure at step {self.steps}")
-        return super().step(action)
-
 
 # With synchronous updates the other workers wait for the failed one: they must not wait forever
 UPDATE_MODES = pytest.mark.parametrize("synchronous_updates", [False, True], ids=["hogwild", "synchronous"])
@@ -38,7 +23,7 @@ UPDATE_MODES = pytest.mark.parametrize("synchronous_updates", [False, True], ids
 
 @UPDATE_MODES
 def test_worker_exception_is_raised_by_learn_with_its_traceback(synchronous_updates):
-    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=RaiseOnStep, wrapper_kwargs=dict(fail_at=300))
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=FaultAtStep, wrapper_kwargs=dict(at=300, fault="raise"))
     model = A3C("MlpPolicy", env, n_steps=10, seed=0, synchronous_updates=synchronous_updates)
     started = time.monotonic()
     with pytest.raises(WorkerError) as error:

@@ -16,22 +16,9 @@ import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_a3c import A3C, WorkerError
+from tests.helpers.faulty_envs import FaultAtStep
 
 from .conftest import live_children
-
-
-class NanRewardAt(gym.Wrapper):
-    """Emits a NaN reward at step `at`."""
-
-    def __init__(self, env: gym.Env, at: int):
-        super().__init__(env)
-        self.at = at
-        self.steps = 0
-
-    def step(self, action):
-        observation, reward, terminated, truncated, info = super().step(action)
-        self.steps += 1
-        return observation, float("nan") if self.steps == self.at else reward, terminated, truncated, info
 
 
 class RecordsWhereItIsFinalized:
@@ -74,7 +61,7 @@ def test_garbage_of_the_main_process_is_never_finalized_in_a_worker(tmp_path):
 
 
 def test_non_finite_loss_stops_training_and_leaves_shared_parameters_finite():
-    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=NanRewardAt, wrapper_kwargs=dict(at=150))
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=FaultAtStep, wrapper_kwargs=dict(at=150, fault="nan"))
     model = A3C("MlpPolicy", env, n_steps=10, seed=0)
     with pytest.raises(WorkerError, match="non-finite loss") as error:
         model.learn(100_000)

@@ -4,7 +4,8 @@ Parameter exchange between machines: each machine sends what its workers changed
 
 No machine's update is lost: a machine that receives the global parameters keeps its own changes that
 the main process has not added yet (``MachineParameters.exchange``). Only floating-point tensors travel
-(parameters and e.g. BatchNorm running statistics); integer buffers stay per machine.
+(parameters and e.g. BatchNorm running statistics); integer buffers stay per machine. They travel as one
+flat float vector (``state_vector``), in ``floating_state`` order: one buffer for Ray to copy, not one per tensor.
 """
 
 import numpy as np
@@ -26,21 +27,40 @@ def floating_state(module: th.nn.Module) -> dict[str, th.Tensor]:
     return state
 
 
-def as_numpy(state: dict[str, th.Tensor]) -> dict[str, np.ndarray]:
-    """A private numpy copy of ``state``."""
-    return {name: tensor.detach().cpu().numpy().copy() for name, tensor in state.items()}
+def state_vector(module: th.nn.Module, out: np.ndarray | None = None) -> np.ndarray:
+    """``module``'s floating tensors, flattened one after the other into ``out`` (default: a new float32 array)."""
+    tensors = list(floating_state(module).values())
+    if out is None:
+        out = np.empty(sum(tensor.numel() for tensor in tensors), dtype=np.float32)
+    offset = 0
+    for tensor in tensors:
+        out[offset : offset + tensor.numel()] = tensor.detach().numpy().reshape(-1)
+        offset += tensor.numel()
+    return out
 
 
-def add_delta(module: th.nn.Module, delta: dict[str, np.ndarray]) -> None:
-    """Add ``delta`` (from ``MachineParameters.exchange``) to ``module``'s tensors, in place."""
-    state = floating_state(module)
+def _tensor_views(module: th.nn.Module, vector: np.ndarray) -> list[tuple[th.Tensor, np.ndarray]]:
+    """Each floating tensor of ``module`` with its part of ``vector``, shaped as the tensor."""
+    views, offset = [], 0
+    for tensor in floating_state(module).values():
+        views.append((tensor, vector[offset : offset + tensor.numel()].reshape(tensor.shape)))
+        offset += tensor.numel()
+    return views
+
+
+def add_delta(module: th.nn.Module, delta: np.ndarray) -> None:
+    """Add ``delta`` (a vector from ``MachineParameters.exchange``) to ``module``'s tensors, in place."""
     with th.no_grad():
-        for name, change in delta.items():
-            state[name].add_(th.from_numpy(np.array(change)))  # a copy: Ray hands out read-only arrays
+        for tensor, change in _tensor_views(module, delta):
+            array = tensor.numpy()  # a view: Ray hands out read-only arrays, which torch would copy
+            np.add(array, change, out=array)
 
 
-def size_in_bytes(arrays: dict[str, np.ndarray]) -> int:
-    return sum(array.nbytes for array in arrays.values())
+def set_state(module: th.nn.Module, vector: np.ndarray) -> None:
+    """Copy ``vector`` into ``module``'s floating tensors."""
+    with th.no_grad():
+        for tensor, values in _tensor_views(module, vector):
+            tensor.copy_(th.from_numpy(np.ascontiguousarray(values)))
 
 
 class MachineParameters:
@@ -52,24 +72,21 @@ class MachineParameters:
 
     def __init__(self, module: th.nn.Module) -> None:
         self.module = module
-        self.base = as_numpy(floating_state(module))
+        self.base = state_vector(module)
 
-    def exchange(self, global_state: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+    def exchange(self, global_state: np.ndarray | None) -> np.ndarray:
         """
         Take what the workers changed since the last exchange, and move to ``global_state`` plus that change.
 
         Call it while no worker writes the shared policy (under the machine's update lock).
 
-        :param global_state: the main process's parameters (None: keep this machine's)
+        :param global_state: the main process's parameters, as ``state_vector`` gives them (None: keep this machine's)
         :return: the change since the last exchange, for the main process to add (``add_delta``)
         """
-        current = as_numpy(floating_state(self.module))
-        delta = {name: current[name] - self.base[name] for name in current}
+        current = state_vector(self.module)
+        delta = current - self.base
         if global_state is not None:
-            state = floating_state(self.module)
-            with th.no_grad():
-                for name, tensor in state.items():
-                    tensor.copy_(th.from_numpy(global_state[name] + delta[name]))  # a new array
-            current = {name: global_state[name] + delta[name] for name in current}
+            current = global_state + delta
+            set_state(self.module, current)
         self.base = current
         return delta

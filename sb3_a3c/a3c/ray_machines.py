@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 try:
@@ -39,7 +39,7 @@ from sb3_a3c.a3c.actor_learner import ActorLearnerJob, RunSettings, WorkerStart
 from sb3_a3c.a3c.backends import OneMachineBackend
 from sb3_a3c.a3c.config import A3CConfig
 from sb3_a3c.a3c.messages import RolloutReport
-from sb3_a3c.a3c.parameter_sync import MachineParameters, add_delta, floating_state, size_in_bytes
+from sb3_a3c.a3c.parameter_sync import MachineParameters, add_delta, state_vector
 from sb3_a3c.a3c.worker_envs import export_worker_env, import_worker_env, make_worker_env
 from sb3_a3c.a3c.worker_pool import WorkerError
 
@@ -68,7 +68,7 @@ class SyncResult:
     """One machine's answer to a sync."""
 
     reports: list[RolloutReport]
-    delta: dict[str, Any]
+    delta: np.ndarray
     finished: bool
     # Seconds the machine waited for its workers' updates before answering
     waited_s: float = 0.0
@@ -224,6 +224,7 @@ def policy_state_bytes(policy: ActorCriticPolicy) -> bytes:
     return buffer.getvalue()
 
 
+@dataclass
 class RayBackend:
     """
     The workers of ``learn()`` on the machines of a Ray cluster (a ``backends.Backend``).
@@ -238,35 +239,25 @@ class RayBackend:
     :param sync_interval: updates of a machine's workers between two exchanges with the main process
     """
 
-    def __init__(
-        self,
-        config: A3CConfig,
-        policy: ActorCriticPolicy,
-        training_env: VecEnv,
-        run: RunSettings,
-        steps_done: int,
-        address: str,
-        n_machines: int | None,
-        sync_interval: int,
-    ) -> None:
-        self.config = config
-        self.policy = policy
-        self.training_env = training_env
-        self.run = run
-        self.steps_done = steps_done
-        self.address = address
-        self.n_machines = n_machines
-        self.sync_interval = sync_interval
-        # Held while the global parameters change (checkpoints see whole exchanges)
-        self.update_lock = threading.Lock()
-        self.machines: list[Machine] = []
-        self.sync_bytes: list[int] = []
-        # Seconds from request to answer, less the machine's wait for its workers' updates
-        self.sync_seconds: list[float] = []
-        # Main-process time per exchange spent on parameters: adding the delta, putting the new global parameters
-        self.parameter_seconds: list[float] = []
-        self._connected_here = False
-        self._stop_requested = False
+    config: A3CConfig
+    policy: ActorCriticPolicy
+    training_env: VecEnv
+    run: RunSettings
+    steps_done: int
+    address: str
+    n_machines: int | None
+    sync_interval: int
+    # Held while the global parameters change (checkpoints see whole exchanges)
+    update_lock: Any = field(default_factory=threading.Lock, init=False)
+    machines: list[Machine] = field(default_factory=list, init=False)
+    sync_bytes: list[int] = field(default_factory=list, init=False)
+    # Seconds from request to answer, less the machine's wait for its workers' updates
+    sync_seconds: list[float] = field(default_factory=list, init=False)
+    # Main-process time per exchange spent on parameters: adding the delta, putting the new global parameters
+    parameter_seconds: list[float] = field(default_factory=list, init=False)
+    _global_vector: np.ndarray | None = field(default=None, init=False)
+    _connected_here: bool = field(default=False, init=False)
+    _stop_requested: bool = field(default=False, init=False)
 
     def __enter__(self) -> "RayBackend":
         try:
@@ -326,8 +317,9 @@ class RayBackend:
         self._stop_requested = True
 
     def _global_state(self) -> Any:
-        # Called from the thread that alone changes the global parameters: put copies them at once
-        return ray.put({name: tensor.detach().numpy() for name, tensor in floating_state(self.policy).items()})
+        # One buffer, reused: put copies it into the object store at once
+        self._global_vector = state_vector(self.policy, out=self._global_vector)
+        return ray.put(self._global_vector)
 
     def reports(self) -> Iterator[RolloutReport]:
         """
@@ -345,7 +337,7 @@ class RayBackend:
                 machine = pending.pop(ref)
                 result: SyncResult = self._get(machine, ref)
                 self.sync_seconds.append(time.monotonic() - sent_at.pop(ref) - result.waited_s)
-                self.sync_bytes.append(2 * size_in_bytes(result.delta))
+                self.sync_bytes.append(2 * result.delta.nbytes)
                 applying = time.perf_counter()
                 with self.update_lock:
                     add_delta(self.policy, result.delta)

@@ -37,6 +37,12 @@ PR_SET_PDEATHSIG = 1
 # Put in the report queue by the reader thread once every worker has exited
 _ALL_WORKERS_EXITED = object()
 
+# A worker sends its reports in batches: each pipe message costs the main process a wake-up of its reader
+# thread and of its main thread, whatever its size. A batch goes when it is this old or this long; the length
+# bounds what a fast worker (small envs) collects beyond a callback's stop before the main process sees it.
+REPORT_BATCH_SECONDS = 0.25
+REPORT_BATCH_LENGTH = 4
+
 
 @dataclass
 class WorkerFailure:
@@ -49,6 +55,33 @@ class WorkerFailure:
 
 class WorkerError(RuntimeError):
     """A worker process raised an exception or died; the message says which worker and why."""
+
+
+class BatchingSender:
+    """
+    Sends a worker's reports through its pipe as lists: when ``interval`` seconds have passed since the last
+    one (checked at each report), or ``max_length`` reports wait. ``flush()`` sends what is pending.
+    """
+
+    def __init__(
+        self, connection: Connection, interval: float = REPORT_BATCH_SECONDS, max_length: int = REPORT_BATCH_LENGTH
+    ) -> None:
+        self.connection = connection
+        self.interval = interval
+        self.max_length = max_length
+        self._batch: list[Any] = []
+        self._last_sent = time.monotonic()
+
+    def send(self, report: Any) -> None:
+        self._batch.append(report)
+        if len(self._batch) >= self.max_length or time.monotonic() - self._last_sent >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._batch:
+            self.connection.send(self._batch)
+            self._batch = []
+        self._last_sent = time.monotonic()
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -80,10 +113,13 @@ def _worker_process_main(
         reader.close()
     # One intra-op thread per worker; also avoids OpenMP thread pools inherited through fork.
     th.set_num_threads(1)
+    sender = BatchingSender(report_writer)
     try:
-        target(rank, report_writer.send)
+        target(rank, sender.send)
+        sender.flush()
     except BaseException:
         try:
+            sender.flush()  # what the worker reported before the exception
             report_writer.send(WorkerFailure(rank, description, traceback.format_exc()))
         except OSError:
             pass
@@ -92,7 +128,8 @@ def _worker_process_main(
 
 class WorkerPool:
     """
-    Run ``target(rank, send_report)`` in ``n_workers`` forked processes and relay what they send.
+    Run ``target(rank, send_report)`` in ``n_workers`` forked processes and relay what they send (in batches,
+    ``BatchingSender``; ``reports()`` yields them one by one, in the order each worker sent them).
 
     Use as a context manager: leaving the ``with`` block (normally, on error or on Ctrl-C) stops every
     worker, so no process outlives it. Reports are read from the pipes continuously by a thread and
@@ -173,27 +210,29 @@ class WorkerPool:
             traceback) or died (with its exit signal)
         """
         while True:
-            message = self._received.get()
-            if message is _ALL_WORKERS_EXITED:
+            batch = self._received.get()
+            if batch is _ALL_WORKERS_EXITED:
                 return
-            if isinstance(message, WorkerError):
-                raise message
-            yield message
+            if isinstance(batch, WorkerError):
+                raise batch
+            yield from batch
 
     def _read_reports(self, poll_interval: float = 0.5) -> None:
-        """The reader thread: move reports and failures from the pipes to the queue until every worker has exited."""
+        """The reader thread: move batches and failures from the pipes to the queue until every worker has exited."""
         running = set(range(self.n_workers))
         try:
             while running:
                 waitables = [self._readers[rank] for rank in running if not self._readers[rank].closed]
                 waitables += [self.processes[rank].sentinel for rank in running]
-                multiprocessing.connection.wait(waitables, timeout=poll_interval)
+                ready = multiprocessing.connection.wait(waitables, timeout=poll_interval)
                 for rank in sorted(running):
+                    if ready and self._readers[rank] not in ready and self.processes[rank].sentinel not in ready:
+                        continue  # nothing new from this worker (all are checked when the wait times out)
                     # Read before checking the exit: what a worker sent before exiting is still in its pipe
                     exited = self.processes[rank].exitcode is not None
                     try:
-                        for message in self._drain(rank):
-                            self._received.put(message)
+                        for batch in self._drain(rank):
+                            self._received.put(batch)
                         if exited:
                             self._raise_if_failed(rank)
                     except WorkerError as error:
@@ -206,7 +245,8 @@ class WorkerPool:
         finally:
             self._received.put(_ALL_WORKERS_EXITED)
 
-    def _drain(self, rank: int) -> Iterator[Any]:
+    def _drain(self, rank: int) -> Iterator[list[Any]]:
+        """The batches (``BatchingSender``) waiting in worker ``rank``'s pipe."""
         reader = self._readers[rank]
         while not reader.closed and reader.poll():
             try:

@@ -34,33 +34,17 @@ def make_rollout_buffer(
     :param buffer_class: the buffer class for feed-forward policies (default: (Dict)RolloutBuffer by observation space)
     :param buffer_kwargs: more keyword arguments for ``buffer_class`` (SB3's ``rollout_buffer_kwargs``)
     """
-    observation_space, action_space = policy.observation_space, policy.action_space
+    observation_and_action_spaces = (policy.observation_space, policy.action_space)
+    settings = dict(gamma=gamma, gae_lambda=gae_lambda, n_envs=n_envs)
+    dict_observations = isinstance(policy.observation_space, spaces.Dict)
     if isinstance(policy, RecurrentActorCriticPolicy):
         lstm = policy.lstm_actor
         hidden_state_shape = (n_steps, lstm.num_layers, n_envs, lstm.hidden_size)
-        buffer_class = RecurrentDictRolloutBuffer if isinstance(observation_space, spaces.Dict) else RecurrentRolloutBuffer
-        return buffer_class(
-            n_steps,
-            observation_space,
-            action_space,
-            hidden_state_shape,
-            device,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            n_envs=n_envs,
-        )
+        recurrent_class = RecurrentDictRolloutBuffer if dict_observations else RecurrentRolloutBuffer
+        return recurrent_class(n_steps, *observation_and_action_spaces, hidden_state_shape, device, **settings)
     if buffer_class is None:
-        buffer_class = DictRolloutBuffer if isinstance(observation_space, spaces.Dict) else RolloutBuffer
-    return buffer_class(
-        n_steps,
-        observation_space,
-        action_space,
-        device,
-        gamma=gamma,
-        gae_lambda=gae_lambda,
-        n_envs=n_envs,
-        **(buffer_kwargs or {}),
-    )
+        buffer_class = DictRolloutBuffer if dict_observations else RolloutBuffer
+    return buffer_class(n_steps, *observation_and_action_spaces, device, **settings, **(buffer_kwargs or {}))
 
 
 def initial_lstm_states(policy: RecurrentActorCriticPolicy, n_envs: int, device: th.device) -> RNNStates:

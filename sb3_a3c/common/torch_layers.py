@@ -1,5 +1,7 @@
 """Feature extractors for image observations."""
 
+from collections.abc import Callable
+
 import gymnasium as gym
 import numpy as np
 import torch as th
@@ -24,18 +26,34 @@ class NatureCnnConvolutions(NatureCNN):
         self.linear = nn.Identity()
 
 
+def small_atari_convolutions(n_input_channels: int) -> list[nn.Module]:
+    """The two convolutions of the A3C paper's network (8x8/4 with 16 channels, 4x4/2 with 32), ReLU."""
+    return [
+        nn.Conv2d(n_input_channels, 16, kernel_size=8, stride=4),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, kernel_size=4, stride=2),
+        nn.ReLU(),
+    ]
+
+
+def classic_a3c_convolutions(n_input_channels: int) -> list[nn.Module]:
+    """The four convolutions of the classic A3C code for 42x42 frames: 3x3, stride 2, 32 channels, ELU."""
+    convolutions: list[nn.Module] = []
+    for in_channels in (n_input_channels, 32, 32, 32):
+        convolutions += [nn.Conv2d(in_channels, 32, kernel_size=3, stride=2, padding=1), nn.ELU()]
+    return convolutions
+
+
 class _ConvolutionsThenDense(BaseFeaturesExtractor):
     """
-    Image features: ``convolutions`` (flattened), then a dense ReLU layer of ``features_dim`` units
-    (none when ``features_dim`` is None: the flattened convolutions are the features).
+    Image features: the convolutions of ``make_convolutions`` (flattened), then a dense ReLU layer of
+    ``features_dim`` units (none when ``features_dim`` is None: the flattened convolutions are the features).
     """
 
+    make_convolutions: Callable[[int], list[nn.Module]]
+
     def __init__(
-        self,
-        observation_space: gym.spaces.Box,
-        convolutions: list[nn.Module],
-        features_dim: int | None,
-        normalized_image: bool,
+        self, observation_space: gym.spaces.Box, features_dim: int | None = 256, normalized_image: bool = False
     ) -> None:
         super().__init__(observation_space, features_dim or 1)
         if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
@@ -43,7 +61,7 @@ class _ConvolutionsThenDense(BaseFeaturesExtractor):
                 f"{type(self).__name__} expects channel-first image observations (e.g. AtariWrapper frames), "
                 f"got {observation_space}"
             )
-        self.cnn = nn.Sequential(*convolutions, nn.Flatten())
+        self.cnn = nn.Sequential(*type(self).make_convolutions(observation_space.shape[0]), nn.Flatten())
         with th.no_grad():
             n_flatten = self.cnn(th.as_tensor(observation_space.sample()[None]).float()).shape[1]
         if features_dim is None:
@@ -54,16 +72,6 @@ class _ConvolutionsThenDense(BaseFeaturesExtractor):
 
     def forward(self, observations: th.Tensor) -> th.Tensor:
         return self.linear(self.cnn(observations))
-
-
-def small_atari_convolutions(n_input_channels: int) -> list[nn.Module]:
-    """The two convolutions of the A3C paper's network (8x8/4 with 16 channels, 4x4/2 with 32), ReLU."""
-    return [
-        nn.Conv2d(n_input_channels, 16, kernel_size=8, stride=4),
-        nn.ReLU(),
-        nn.Conv2d(16, 32, kernel_size=4, stride=2),
-        nn.ReLU(),
-    ]
 
 
 class SmallAtariCNN(_ConvolutionsThenDense):
@@ -79,9 +87,7 @@ class SmallAtariCNN(_ConvolutionsThenDense):
     :param normalized_image: whether images are already normalised (disables the uint8 checks)
     """
 
-    def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 256, normalized_image: bool = False) -> None:
-        convolutions = small_atari_convolutions(observation_space.shape[0])
-        super().__init__(observation_space, convolutions, features_dim, normalized_image)
+    make_convolutions = staticmethod(small_atari_convolutions)
 
 
 class SmallCnnConvolutions(_ConvolutionsThenDense):
@@ -93,16 +99,10 @@ class SmallCnnConvolutions(_ConvolutionsThenDense):
     :param normalized_image: whether images are already normalised (disables the uint8 checks)
     """
 
+    make_convolutions = staticmethod(small_atari_convolutions)
+
     def __init__(self, observation_space: gym.spaces.Box, normalized_image: bool = False) -> None:
-        super().__init__(observation_space, small_atari_convolutions(observation_space.shape[0]), None, normalized_image)
-
-
-def classic_a3c_convolutions(n_input_channels: int) -> list[nn.Module]:
-    """The four convolutions of the classic A3C code for 42x42 frames: 3x3, stride 2, 32 channels, ELU."""
-    convolutions: list[nn.Module] = []
-    for in_channels in (n_input_channels, 32, 32, 32):
-        convolutions += [nn.Conv2d(in_channels, 32, kernel_size=3, stride=2, padding=1), nn.ELU()]
-    return convolutions
+        super().__init__(observation_space, None, normalized_image)
 
 
 class ClassicA3CCNN(_ConvolutionsThenDense):
@@ -118,9 +118,7 @@ class ClassicA3CCNN(_ConvolutionsThenDense):
     :param normalized_image: whether images are already normalised (disables the uint8 checks)
     """
 
-    def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 256, normalized_image: bool = False) -> None:
-        convolutions = classic_a3c_convolutions(observation_space.shape[0])
-        super().__init__(observation_space, convolutions, features_dim, normalized_image)
+    make_convolutions = staticmethod(classic_a3c_convolutions)
 
 
 class ClassicA3CConvolutions(_ConvolutionsThenDense):
@@ -132,7 +130,7 @@ class ClassicA3CConvolutions(_ConvolutionsThenDense):
         (``A3CAtariWrapper``'s)
     """
 
+    make_convolutions = staticmethod(classic_a3c_convolutions)
+
     def __init__(self, observation_space: gym.spaces.Box) -> None:
-        convolutions = classic_a3c_convolutions(observation_space.shape[0])
-        normalized_image = observation_space.dtype != np.uint8
-        super().__init__(observation_space, convolutions, None, normalized_image)
+        super().__init__(observation_space, None, normalized_image=observation_space.dtype != np.uint8)
