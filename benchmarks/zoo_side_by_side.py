@@ -1,0 +1,123 @@
+"""
+A3C against SB3's A2C on the Zoo's own entries, side by side on this machine.
+
+For each env and seed, the exact Zoo command for each algorithm (``--algos``, default ``a3c`` and ``a2c``, each
+with its shipped entry), one after the other (the order alternates between seeds), each until its entry's
+``n_timesteps`` or ``--minutes``, whichever comes first. The Zoo evaluates every ``--eval-freq`` steps on
+10 episodes (deterministic except on Atari, as the Zoo does for every algorithm). Each run writes the CSV of
+``pong.py`` (wall clock, steps, evaluation mean and std) under ``benchmarks/results/side_by_side/``; the
+summary JSON has, per run, the best and the last evaluation, and the steps and minutes at which an
+evaluation first reached A2C's published Zoo score (``PUBLISHED_A2C``); a PNG per env draws reward
+against steps and against minutes.
+
+    python benchmarks/zoo_side_by_side.py --envs LunarLander-v3 --eval-freq 10000 --minutes 20 --seeds 0 1
+"""
+
+import argparse
+import csv
+from pathlib import Path
+
+from pong import record
+from result_files import write_result
+
+RESULTS = Path(__file__).parent / "results" / "side_by_side"
+
+# A2C's scores in the RL Zoo's benchmark.md (rl-baselines3-zoo), under the env versions gymnasium 1.x ships
+PUBLISHED_A2C = {
+    "LunarLander-v3": 155.751,
+    "LunarLanderContinuous-v3": 84.225,
+    "MountainCar-v0": -111.263,
+    "MountainCarContinuous-v0": 91.166,
+    "BipedalWalker-v3": 299.754,
+    "BipedalWalkerHardcore-v3": 96.171,
+    "HalfCheetah-v5": 3041.174,
+    "Hopper-v5": 733.454,
+    "Swimmer-v5": 200.627,
+    "BeamRiderNoFrameskip-v4": 2890.298,
+    "EnduroNoFrameskip-v4": 0.0,
+    "QbertNoFrameskip-v4": 3882.345,
+    "SeaquestNoFrameskip-v4": 1721.493,
+    "PongNoFrameskip-v4": 17.292,
+}
+
+
+def summarize(csv_path: Path, target: float | None) -> dict:
+    rows = [{key: float(value) for key, value in row.items()} for row in csv.DictReader(csv_path.open())]
+    if not rows:
+        return {"evaluations": 0}
+    best = max(rows, key=lambda row: row["eval_mean"])
+    reached = next((row for row in rows if target is not None and row["eval_mean"] >= target), None)
+    return {
+        "evaluations": len(rows),
+        "best_eval_mean": best["eval_mean"],
+        "best_eval_std": best["eval_std"],
+        "best_at_steps": int(best["steps"]),
+        "last_eval_mean": rows[-1]["eval_mean"],
+        "last_eval_std": rows[-1]["eval_std"],
+        "last_at_steps": int(rows[-1]["steps"]),
+        "last_at_minutes": round(rows[-1]["wall_clock_s"] / 60, 2),
+        "published_a2c": target,
+        "reached_published_at_steps": None if reached is None else int(reached["steps"]),
+        "reached_published_at_minutes": None if reached is None else round(reached["wall_clock_s"] / 60, 2),
+    }
+
+
+def plot(env_id: str, csv_paths: dict[str, Path], output: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (by_steps, by_minutes) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, path in csv_paths.items():
+        rows = list(csv.DictReader(path.open()))
+        steps = [float(row["steps"]) for row in rows]
+        minutes = [float(row["wall_clock_s"]) / 60 for row in rows]
+        means = [float(row["eval_mean"]) for row in rows]
+        by_steps.plot(steps, means, marker=".", label=label)
+        by_minutes.plot(minutes, means, marker=".", label=label)
+    for axes, xlabel in ((by_steps, "env steps"), (by_minutes, "wall clock (min)")):
+        if env_id in PUBLISHED_A2C:
+            axes.axhline(PUBLISHED_A2C[env_id], color="grey", linestyle="--", label="A2C, Zoo benchmark")
+        axes.set_xlabel(xlabel)
+        axes.set_ylabel("evaluation mean reward")
+        axes.grid(alpha=0.3)
+    by_minutes.legend(fontsize=8)
+    figure.suptitle(f"{env_id}: the Zoo command, this machine")
+    figure.tight_layout()
+    figure.savefig(output, dpi=100)
+    print(f"wrote {output}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="+", required=True)
+    parser.add_argument("--algos", nargs="+", default=["a3c", "a2c"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--minutes", type=float, default=30, help="wall-clock limit of each run")
+    parser.add_argument("--eval-freq", type=int, default=10_000, help="env steps between evaluations")
+    parser.add_argument("--output", type=Path, default=None, help="the summary JSON (default: side_by_side/ENVS.json)")
+    args = parser.parse_args()
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    summary: list[dict] = []
+    for env_id in args.envs:
+        csv_paths: dict[str, Path] = {}
+        for seed_index, seed in enumerate(args.seeds):
+            algos = args.algos if seed_index % 2 == 0 else list(reversed(args.algos))
+            for algo in algos:
+                csv_path = RESULTS / f"{env_id}_{algo}_seed{seed}.csv"
+                record(algo, env_id, args.minutes, args.eval_freq, csv_path, seed=seed)
+                csv_paths[f"{algo} seed {seed}"] = csv_path
+                summary.append({"env": env_id, "algo": algo, "seed": seed, **summarize(csv_path, PUBLISHED_A2C.get(env_id))})
+                print(summary[-1], flush=True)
+        plot(env_id, csv_paths, RESULTS / f"{env_id}.png")
+    command = "python benchmarks/zoo_side_by_side.py --envs " + " ".join(args.envs)
+    command += f" --algos {' '.join(args.algos)} --seeds {' '.join(map(str, args.seeds))}"
+    command += f" --minutes {args.minutes:g} --eval-freq {args.eval_freq}"
+    output = args.output or RESULTS / f"{'_'.join(args.envs)}.json"
+    write_result(output, {"command": command, "runs": summary})
+
+
+if __name__ == "__main__":
+    main()
