@@ -7,8 +7,8 @@ with its shipped entry), one after the other (the order alternates between seeds
 10 episodes (deterministic except on Atari, as the Zoo does for every algorithm). Each run writes the CSV of
 ``pong.py`` (wall clock, steps, evaluation mean and std) under ``benchmarks/results/side_by_side/``; the
 summary JSON has, per run, the best and the last evaluation, and the steps and minutes at which an
-evaluation first reached A2C's published Zoo score (``PUBLISHED_A2C``); a PNG per env draws reward
-against steps and against minutes.
+evaluation first reached A2C's published Zoo score (``PUBLISHED_A2C``); a PNG per env and set of algorithms
+(``ENV_a3c_a2c.png``) draws reward against steps and against minutes.
 
     python benchmarks/zoo_side_by_side.py --envs LunarLander-v3 --eval-freq 10000 --minutes 20 --seeds 0 1
 """
@@ -111,7 +111,7 @@ def main() -> None:
                 csv_paths[f"{algo} seed {seed}"] = csv_path
                 summary.append({"env": env_id, "algo": algo, "seed": seed, **summarize(csv_path, PUBLISHED_A2C.get(env_id))})
                 print(summary[-1], flush=True)
-        plot(env_id, csv_paths, RESULTS / f"{env_id}.png")
+        plot(env_id, csv_paths, RESULTS / f"{env_id}_{'_'.join(args.algos)}.png")
     command = "python benchmarks/zoo_side_by_side.py --envs " + " ".join(args.envs)
     command += f" --algos {' '.join(args.algos)} --seeds {' '.join(map(str, args.seeds))}"
     command += f" --minutes {args.minutes:g} --eval-freq {args.eval_freq}"
