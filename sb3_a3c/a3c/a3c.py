@@ -26,7 +26,7 @@ from sb3_a3c.a3c.worker_envs import check_worker_env_support
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
 from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs, with_default_optimizer
 from sb3_a3c.common.train_logging import record_train_metrics
-from sb3_a3c.common.update import UpdateSettings
+from sb3_a3c.common.update import UpdateMetrics, UpdateSettings
 from sb3_a3c.common.validation import (
     SUPPORTED_ACTION_SPACES,
     check_action_space,
@@ -423,17 +423,9 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         self._iteration += 1
         self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
         self._update_learning_rate(self.policy.optimizer)
-        metrics = iteration_end.metrics
-        record_train_metrics(
-            self.logger,
-            self.policy,
-            n_updates=self._n_updates,
-            explained_variance=float(np.mean([m.explained_variance for m in metrics])),
-            entropy_loss=float(np.mean([m.entropy_loss for m in metrics])),
-            policy_loss=float(np.mean([m.policy_loss for m in metrics])),
-            value_loss=float(np.mean([m.value_loss for m in metrics])),
-            grad_norm=float(np.mean([m.grad_norm for m in metrics])),
-        )
+        # The mean of each metric over the workers' updates of this iteration
+        mean_metrics = UpdateMetrics(*map(float, np.mean(iteration_end.metrics, axis=0)))
+        record_train_metrics(self.logger, self.policy, n_updates=self._n_updates, **mean_metrics._asdict())
         if log_interval is not None and self._iteration % log_interval == 0:
             self.dump_logs(self._iteration)
         callback.on_rollout_start()

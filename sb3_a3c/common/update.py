@@ -118,21 +118,22 @@ def apply_update(
             "Check the env's rewards and observations (VecCheckNan(raise_exception=True) finds the step)."
         )
 
-    if apply_to is not None:
-        optimizer = apply_to.optimizer
-        update_learning_rate(optimizer, learning_rate)
-        if apply_to is not policy:
-            # Hand the gradient to the shared parameters (Hogwild: read and written without a lock)
-            for param, shared_param in zip(policy.parameters(), apply_to.parameters()):
-                shared_param.grad = param.grad
-        # Optimization step; running statistics (BatchNorm) that the forward pass updated go with it
+    if apply_to is policy:
+        # Optimization step
+        update_learning_rate(policy.optimizer, learning_rate)
         with update_lock or nullcontext():
-            optimizer.step()
-            if apply_to is not policy:
-                for buffer, shared_buffer in zip(policy.buffers(), apply_to.buffers()):
-                    shared_buffer.copy_(buffer)
-        if apply_to is not policy:
-            optimizer.zero_grad(set_to_none=True)
+            policy.optimizer.step()
+    elif apply_to is not None:
+        # Hand the gradient to the shared parameters (Hogwild: read and written without a lock), then the
+        # optimization step; running statistics (BatchNorm) that the forward pass updated go with it
+        for param, shared_param in zip(policy.parameters(), apply_to.parameters()):
+            shared_param.grad = param.grad
+        update_learning_rate(apply_to.optimizer, learning_rate)
+        with update_lock or nullcontext():
+            apply_to.optimizer.step()
+            for buffer, shared_buffer in zip(policy.buffers(), apply_to.buffers()):
+                shared_buffer.copy_(buffer)
+        apply_to.optimizer.zero_grad(set_to_none=True)
 
     return UpdateMetrics(
         policy_loss=policy_loss.item(),
