@@ -57,6 +57,7 @@ def record(
     seed: int = 0,
     stop_at_eval: float | None = None,
     stop_at_steps: int | None = None,
+    conf_file: Path | None = None,
 ) -> None:
     log_folder = Path(tempfile.mkdtemp(prefix=f"{env_id}_{algo}_"))
     command = [
@@ -66,6 +67,8 @@ def record(
         command += ["--eval-freq", str(eval_freq), "--eval-episodes", "10"]
     if hyperparams:
         command += ["--hyperparams", *hyperparams]
+    if conf_file is not None:
+        command += ["--conf-file", str(conf_file)]
     earlier_rows: list[dict] = []
     seconds_offset, steps_offset = 0.0, 0
     if resume_from is not None:

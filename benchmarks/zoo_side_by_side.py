@@ -15,8 +15,11 @@ evaluation first reached A2C's published Zoo score (``PUBLISHED_A2C``); a PNG pe
 
 import argparse
 import csv
+import re
 from pathlib import Path
 
+import rl_zoo3
+import yaml
 from pong import record
 from result_files import write_result
 
@@ -38,7 +41,39 @@ PUBLISHED_A2C = {
     "QbertNoFrameskip-v4": 3882.345,
     "SeaquestNoFrameskip-v4": 1721.493,
     "PongNoFrameskip-v4": 17.292,
+    "HalfCheetahBulletEnv-v0": 2107.384,
+    "AntBulletEnv-v0": 2497.147,
+    "HopperBulletEnv-v0": 815.355,
+    "Walker2DBulletEnv-v0": 858.209,
+    "ReacherBulletEnv-v0": 14.968,
 }
+# The envs of the Zoo's a2c.yml that install from the package registries (MuJoCo at gymnasium 1.x's v5), and the
+# Atari games of its benchmark: the envs the shipped entries cover
+ZOO_A2C_ENVS = [*PUBLISHED_A2C, "Walker2d-v5", "Ant-v5", "Humanoid-v5"]
+
+
+def older_version_entry(algo: str, env_id: str) -> Path | None:
+    """
+    A conf file holding the Zoo's entry for an older version of ``env_id`` (``HalfCheetah-v4`` for
+    ``HalfCheetah-v5``) under ``env_id``'s name, when the Zoo's YAML for ``algo`` has none for ``env_id``:
+    the Zoo's ``a2c.yml`` names the MuJoCo envs by their v4 versions, which gymnasium 1.x deprecates.
+
+    :return: the conf file's path, or None where the Zoo ships an entry for ``env_id`` (or no YAML for ``algo``)
+    """
+    shipped = Path(rl_zoo3.__file__).parent / "hyperparams" / f"{algo}.yml"
+    if not shipped.exists():
+        return None
+    entries = yaml.safe_load(shipped.read_text())
+    if env_id in entries:
+        return None
+    name, version = re.fullmatch(r"(.+)-v(\d+)", env_id).groups()
+    older = [f"{name}-v{v}" for v in range(int(version) - 1, -1, -1) if f"{name}-v{v}" in entries]
+    if not older:
+        return None
+    conf_file = RESULTS / "conf" / f"{algo}_{env_id}.yml"
+    conf_file.parent.mkdir(parents=True, exist_ok=True)
+    conf_file.write_text(f"# The Zoo's {algo}.yml entry for {older[0]}\n" + yaml.safe_dump({env_id: entries[older[0]]}))
+    return conf_file
 
 
 def summarize(csv_path: Path, target: float | None) -> dict:
@@ -107,7 +142,8 @@ def main() -> None:
             algos = args.algos if seed_index % 2 == 0 else list(reversed(args.algos))
             for algo in algos:
                 csv_path = RESULTS / f"{env_id}_{algo}_seed{seed}.csv"
-                record(algo, env_id, args.minutes, args.eval_freq, csv_path, seed=seed)
+                conf_file = older_version_entry(algo, env_id)
+                record(algo, env_id, args.minutes, args.eval_freq, csv_path, seed=seed, conf_file=conf_file)
                 csv_paths[f"{algo} seed {seed}"] = csv_path
                 summary.append({"env": env_id, "algo": algo, "seed": seed, **summarize(csv_path, PUBLISHED_A2C.get(env_id))})
                 print(summary[-1], flush=True)

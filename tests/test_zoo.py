@@ -205,8 +205,8 @@ def test_zoo_atari_entry_trains(tmp_path, algo):
 
 
 @pytest.mark.parametrize("algo", ["a3c", "sync_a2c"])
-@pytest.mark.parametrize("env_id", ["LunarLander-v3", "HalfCheetah-v5"])
-def test_zoo_trains_box2d_and_mujoco_envs(tmp_path, algo, env_id):
+@pytest.mark.parametrize("env_id", ["LunarLander-v3", "HalfCheetah-v5", "HopperBulletEnv-v0"])
+def test_zoo_trains_box2d_mujoco_and_pybullet_envs(tmp_path, algo, env_id):
     """A short Zoo train in each family of the Zoo's A2C envs (``sb3-a3c[envs]``); Atari: test_zoo_atari_entry_trains."""
     run_folder = zoo_train(tmp_path, algo, env_id, "-n", "2000", "--eval-freq", "-1")
     model = {"a3c": A3C, "sync_a2c": SyncA2C}[algo].load(run_folder / f"{env_id}.zip")
