@@ -64,9 +64,10 @@ def older_version_entry(algo: str, env_id: str) -> Path | None:
     if not shipped.exists():
         return None
     entries = yaml.safe_load(shipped.read_text())
-    if env_id in entries:
+    versioned = re.fullmatch(r"(.+)-v(\d+)", env_id)
+    if env_id in entries or versioned is None:
         return None
-    name, version = re.fullmatch(r"(.+)-v(\d+)", env_id).groups()
+    name, version = versioned.groups()
     older = [f"{name}-v{v}" for v in range(int(version) - 1, -1, -1) if f"{name}-v{v}" in entries]
     if not older:
         return None
