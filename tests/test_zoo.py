@@ -8,13 +8,16 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import optuna
 import pytest
 import torch as th
 import yaml
 
 from sb3_a3c import A3C, SyncA2C
+from sb3_a3c.common.optimizers import RMSpropFromOne
 from sb3_a3c.common.policies import A3CCnnLstmPolicy
 from sb3_a3c.zoo import registration, startup
+from sb3_a3c.zoo.hyperparams_opt import convert_actor_critic_params, sample_a3c_params
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,6 +151,25 @@ def test_zoo_optimize(tmp_path):
     rows = list(csv.DictReader(report.open()))
     assert [row["state"] for row in rows] == ["COMPLETE", "COMPLETE"]
     assert all(float(row["value"]) > 0 for row in rows)  # mean evaluation reward of each trial
+
+
+def test_optimize_trial_builds_its_sampled_optimizer_and_learning_rate_schedule():
+    """A trial's optimizer and schedule reach the model, and a stored trial (``--trial-id``) converts the same."""
+    sampled = dict(
+        n_steps=5, one_minus_gamma=0.01, one_minus_gae_lambda=0.05, learning_rate=1e-3, lr_schedule="linear",
+        ent_coef=0.01, max_grad_norm=0.5, net_arch="small", activation_fn="tanh", optimizer="rmsprop",
+    )  # fmt: skip
+    hyperparams = sample_a3c_params(optuna.trial.FixedTrial(sampled), n_actions=2, n_envs=2, additional_args={})
+    model = A3C("MlpPolicy", "CartPole-v1", **hyperparams)
+    assert isinstance(model.policy.optimizer, th.optim.RMSprop)
+    assert not isinstance(model.policy.optimizer, RMSpropFromOne)
+    assert (model.lr_schedule(1.0), model.lr_schedule(0.5)) == pytest.approx((1e-3, 5e-4))
+    assert (model.gamma, model.gae_lambda) == pytest.approx((0.99, 0.95))
+
+    stored = convert_actor_critic_params({**sampled, "optimizer": "rmsprop_from_one", "lr_schedule": "constant"})
+    model = A3C("MlpPolicy", "CartPole-v1", **stored)
+    assert isinstance(model.policy.optimizer, RMSpropFromOne)
+    assert model.lr_schedule(0.5) == pytest.approx(1e-3)
 
 
 def test_wheel_install_registers_with_the_zoo(tmp_path):

@@ -3,7 +3,34 @@
 from typing import Any
 
 import optuna
-from rl_zoo3.hyperparams_opt import convert_onpolicy_params
+import torch as th
+from rl_zoo3.utils import linear_schedule
+
+# The optimizer a trial builds (``policy_kwargs``): our default, or torch's RMSprop with SB3 A2C's settings, which
+# suits small MLPs better (docs/benchmarks.md, "Zoo entries against SB3's A2C")
+OPTIMIZERS: dict[str, dict[str, Any]] = {
+    "rmsprop_from_one": {},
+    "rmsprop": dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=dict(alpha=0.99, eps=1e-5, weight_decay=0)),
+}
+
+
+def convert_actor_critic_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
+    """
+    The hyperparameters of a trial's sampled values: rl_zoo3's ``convert_onpolicy_params``, plus the optimizer
+    (``optimizer``) and the learning-rate schedule (``lr_schedule``). The Zoo also converts a stored trial's
+    values with it (``--trial-id``).
+    """
+    # Imported here: importing rl_zoo3.hyperparams_opt registers this module's samplers (sb3_a3c.zoo.startup)
+    from rl_zoo3.hyperparams_opt import convert_onpolicy_params
+
+    sampled_params = dict(sampled_params)
+    optimizer = sampled_params.pop("optimizer", "rmsprop_from_one")
+    lr_schedule = sampled_params.pop("lr_schedule", "constant")
+    hyperparams = convert_onpolicy_params(sampled_params)
+    hyperparams["policy_kwargs"].update(OPTIMIZERS[optimizer])
+    if lr_schedule == "linear":
+        hyperparams["learning_rate"] = linear_schedule(hyperparams["learning_rate"])
+    return hyperparams
 
 
 def _sample_actor_critic_params(trial: optuna.Trial, n_steps_choices: list[int]) -> dict[str, Any]:
@@ -13,14 +40,16 @@ def _sample_actor_critic_params(trial: optuna.Trial, n_steps_choices: list[int])
         "one_minus_gamma": trial.suggest_float("one_minus_gamma", 0.0001, 0.03, log=True),
         "one_minus_gae_lambda": trial.suggest_float("one_minus_gae_lambda", 0.0001, 0.1, log=True),
         "learning_rate": trial.suggest_float("learning_rate", 1e-5, 0.003, log=True),
+        "lr_schedule": trial.suggest_categorical("lr_schedule", ["linear", "constant"]),
         "ent_coef": trial.suggest_float("ent_coef", 0.00000001, 0.1, log=True),
         "max_grad_norm": trial.suggest_float("max_grad_norm", 0.3, 5),
         "net_arch": trial.suggest_categorical("net_arch", ["small", "medium"]),
         "activation_fn": trial.suggest_categorical("activation_fn", ["tanh", "relu"]),
+        "optimizer": trial.suggest_categorical("optimizer", list(OPTIMIZERS)),
     }
     # Display true values
     trial.set_user_attr("gamma", 1 - sampled_params["one_minus_gamma"])
-    return convert_onpolicy_params(sampled_params)
+    return convert_actor_critic_params(sampled_params)
 
 
 def sample_a3c_params(trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict) -> dict[str, Any]:

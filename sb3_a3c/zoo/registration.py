@@ -85,13 +85,13 @@ def use_our_hyperparameter_files(exp_manager: ModuleType) -> None:
 
 def register_samplers(hyperparams_opt: ModuleType) -> None:
     """Optuna search spaces for ``-optimize``."""
-    from sb3_a3c.zoo.hyperparams_opt import sample_a3c_params, sample_sync_a2c_params
+    from sb3_a3c.zoo.hyperparams_opt import convert_actor_critic_params, sample_a3c_params, sample_sync_a2c_params
 
     hyperparams_opt.HYPERPARAMS_SAMPLER.setdefault("a3c", sample_a3c_params)
     hyperparams_opt.HYPERPARAMS_SAMPLER.setdefault("a3c_cnn", sample_a3c_params)
     hyperparams_opt.HYPERPARAMS_SAMPLER.setdefault("sync_a2c", sample_sync_a2c_params)
     for algo in ZOO_ALGORITHMS:
-        hyperparams_opt.HYPERPARAMS_CONVERTER.setdefault(algo, hyperparams_opt.convert_onpolicy_params)
+        hyperparams_opt.HYPERPARAMS_CONVERTER.setdefault(algo, convert_actor_critic_params)
 
 
 def fix_huggingface_sb3_push_to_hub(push_to_hub: ModuleType) -> None:
