@@ -21,24 +21,42 @@ def parameters(model) -> list[th.Tensor]:
     return [p.detach().clone() for p in model.policy.parameters()]
 
 
-@pytest.mark.parametrize("env_id, n_updates", [("CartPole-v1", 1), ("CartPole-v1", 10), ("Pendulum-v1", 5)])
-def test_updates_match_sb3_a2c(env_id: str, n_updates: int):
+# The hyperparameters of SB3 A2C's Zoo entries for LunarLanderContinuous, BipedalWalker and the PyBullet envs,
+# which sync_a2c.yml ships with torch's RMSprop (linear schedule as the Zoo passes it: a callable)
+ZOO_GSDE_ENTRY = dict(
+    n_steps=8,
+    gae_lambda=0.9,
+    vf_coef=0.4,
+    normalize_advantage=False,
+    learning_rate=lambda progress_remaining: 7e-4 * progress_remaining,
+    use_sde=True,
+    policy_kwargs=dict(log_std_init=-2, ortho_init=False),
+)
+
+
+@pytest.mark.parametrize(
+    "env_id, n_updates, hyperparams",
+    [("CartPole-v1", 1, {}), ("CartPole-v1", 10, {}), ("Pendulum-v1", 5, {}), ("Pendulum-v1", 5, ZOO_GSDE_ENTRY)],
+    ids=["cartpole-1", "cartpole-10", "pendulum", "pendulum-zoo-gsde-entry"],
+)
+def test_updates_match_sb3_a2c(env_id: str, n_updates: int, hyperparams: dict):
     """With SB3 A2C's hyperparameters, same seed and env, on the CPU: the same parameters as SB3's A2C."""
-    n_envs, n_steps = 4, 5
-    reference = A2C("MlpPolicy", make_vec_env(env_id, n_envs=n_envs, seed=0), seed=0, device="cpu")
+    n_envs, n_steps = 4, hyperparams.get("n_steps", 5)
+    reference = A2C("MlpPolicy", make_vec_env(env_id, n_envs=n_envs, seed=0), seed=0, device="cpu", **hyperparams)
     reference.learn(n_envs * n_steps * n_updates)
     expected = parameters(reference)
 
     # A2C's defaults: n_steps=5, gae_lambda=1, ent_coef=0, vf_coef=0.5, max_grad_norm=0.5, RMSprop(7e-4, eps=1e-5);
     # SyncA2C's RMSprop starts its running average at one, A2C's (torch's) at zero
     torch_rmsprop = dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=dict(alpha=0.99, eps=1e-5, weight_decay=0))
+    sync_kwargs = dict(hyperparams, policy_kwargs={**hyperparams.get("policy_kwargs", {}), **torch_rmsprop})
     model = SyncA2C(
         "MlpPolicy",
         make_vec_env(env_id, n_envs=n_envs, seed=0),
         ent_coef=0.0,
         seed=0,
         device="cpu",
-        policy_kwargs=torch_rmsprop,
+        **sync_kwargs,
     )
     model.learn(n_envs * n_steps * n_updates)
     assert model._n_updates == reference._n_updates == n_updates
