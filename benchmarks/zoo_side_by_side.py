@@ -11,6 +11,13 @@ evaluation first reached A2C's published Zoo score (``PUBLISHED_A2C``); a PNG pe
 (``ENV_a3c_a2c.png``) draws reward against steps and against minutes.
 
     python benchmarks/zoo_side_by_side.py --envs LunarLander-v3 --eval-freq 10000 --minutes 20 --seeds 0 1
+
+Runs already made with ``pong.py`` (a trial whose ``--hyperparams`` an entry then took) are summarized the same
+way with ``--csvs``, which trains nothing; ``--command`` records how they were made:
+
+    python benchmarks/zoo_side_by_side.py \
+        --csvs benchmarks/results/side_by_side/trials/Hopper-v5_a3c_lin7e-4_seed{0,1}.csv \
+        --output benchmarks/results/side_by_side/Hopper-v5_a3c.json --command "python benchmarks/pong.py ..."
 """
 
 import argparse
@@ -98,6 +105,18 @@ def summarize(csv_path: Path, target: float | None) -> dict:
     }
 
 
+def summarize_made_runs(csv_paths: list[Path], output: Path, command: str) -> None:
+    """Write the summary JSON of runs already made, each CSV named ``ENV_ALGO_..._seedS.csv``."""
+    summary = []
+    for csv_path in csv_paths:
+        named = re.fullmatch(r"(.+?-v\d+)_(sync_a2c|a3c_cnn|a3c|a2c)_(?:.+_)?seed(\d+)\.csv", csv_path.name)
+        if named is None:
+            raise ValueError(f"{csv_path.name} is not named ENV_ALGO_..._seedS.csv")
+        env_id, algo, seed = named.group(1), named.group(2), int(named.group(3))
+        summary.append({"env": env_id, "algo": algo, "seed": seed, **summarize(csv_path, PUBLISHED_A2C.get(env_id))})
+    write_result(output, {"command": command, "runs": summary})
+
+
 def plot(env_id: str, csv_paths: dict[str, Path], output: Path) -> None:
     import matplotlib
 
@@ -127,13 +146,21 @@ def plot(env_id: str, csv_paths: dict[str, Path], output: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", required=True)
+    runs = parser.add_mutually_exclusive_group(required=True)
+    runs.add_argument("--envs", nargs="+")
+    runs.add_argument("--csvs", nargs="+", type=Path, help="summarize these runs (ENV_ALGO_..._seedS.csv) instead")
     parser.add_argument("--algos", nargs="+", default=["a3c", "a2c"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--minutes", type=float, default=30, help="wall-clock limit of each run")
     parser.add_argument("--eval-freq", type=int, default=10_000, help="env steps between evaluations")
     parser.add_argument("--output", type=Path, default=None, help="the summary JSON (default: side_by_side/ENVS.json)")
+    parser.add_argument("--command", help="with --csvs: the command that made them")
     args = parser.parse_args()
+    if args.csvs:
+        if args.output is None or args.command is None:
+            parser.error("--csvs needs --output and --command")
+        summarize_made_runs(args.csvs, args.output, args.command)
+        return
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     summary: list[dict] = []
