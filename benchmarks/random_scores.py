@@ -18,9 +18,7 @@ import time
 
 import gymnasium as gym
 import rl_zoo3.import_envs  # noqa: F401  (registers the PyBullet and Atari envs)
-from zoo_side_by_side import RESULTS, ZOO_A2C_ENVS
-
-RANDOM_SCORES = RESULTS / "random_scores.json"
+from zoo_side_by_side import RANDOM_SCORES, ZOO_A2C_ENVS
 
 
 def random_returns(env_id: str, episodes: int, seed: int) -> list[float]:

@@ -15,8 +15,7 @@ the shipped entry's runs) is left out. The Zoo's A2C envs with no run are listed
 import json
 import statistics
 
-from random_scores import RANDOM_SCORES
-from zoo_side_by_side import PUBLISHED_A2C, RESULTS, ZOO_A2C_ENVS
+from zoo_side_by_side import PUBLISHED_A2C, RANDOM_SCORES, RESULTS, ZOO_A2C_ENVS
 
 
 def runs_by_env_and_algo() -> dict[tuple[str, str], list[dict]]:
@@ -41,11 +40,11 @@ def row(env_id: str, algo: str, runs: list[dict], random_score: float | None) ->
     best = statistics.median(run["best_eval_mean"] for run in runs)
     steps = max(run["last_at_steps"] for run in runs)
     minutes = statistics.median(run["last_at_minutes"] for run in runs)
+    by_seed = sorted(runs, key=lambda run: run["seed"])
     reached = ", ".join(
-        "-" if run["reached_published_at_minutes"] is None else f"{run['reached_published_at_minutes']:.2f}"
-        for run in sorted(runs, key=lambda run: run["seed"])
+        "-" if run["reached_published_at_minutes"] is None else f"{run['reached_published_at_minutes']:.2f}" for run in by_seed
     )
-    falls = ", ".join(fall_from_best(run, random_score) for run in sorted(runs, key=lambda run: run["seed"]))
+    falls = ", ".join(fall_from_best(run, random_score) for run in by_seed)
     published = PUBLISHED_A2C.get(env_id)
     return (
         f"| {env_id} | {algo} | {len(runs)} | {final['last_eval_mean']:.1f} ± {final['last_eval_std']:.1f} | {best:.1f} "
@@ -63,8 +62,8 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for env_id in measured:
+        random_score = random_scores.get(env_id, {}).get("mean")
         for algo in sorted({algo for env, algo in runs if env == env_id}, key=lambda algo: (algo != "a3c", algo)):
-            random_score = random_scores.get(env_id, {}).get("mean")
             print(row(env_id, algo, runs[env_id, algo], random_score))
     for env_id in sorted(set(ZOO_A2C_ENVS) - set(measured)):
         status = "the bare-command runs: section Pong" if env_id == "PongNoFrameskip-v4" else "not measured"

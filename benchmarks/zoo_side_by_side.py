@@ -31,6 +31,7 @@ from pong import record
 from result_files import write_result
 
 RESULTS = Path(__file__).parent / "results" / "side_by_side"
+RANDOM_SCORES = RESULTS / "random_scores.json"  # a random policy's score per env (random_scores.py)
 
 # A2C's scores in the RL Zoo's benchmark.md (rl-baselines3-zoo), under the env versions gymnasium 1.x ships
 PUBLISHED_A2C = {
