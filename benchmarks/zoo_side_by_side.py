@@ -96,6 +96,7 @@ def summarize(csv_path: Path, target: float | None) -> dict:
         "best_eval_mean": best["eval_mean"],
         "best_eval_std": best["eval_std"],
         "best_at_steps": int(best["steps"]),
+        "best_at_minutes": round(best["wall_clock_s"] / 60, 2),
         "last_eval_mean": rows[-1]["eval_mean"],
         "last_eval_std": rows[-1]["eval_std"],
         "last_at_steps": int(rows[-1]["steps"]),

@@ -1,0 +1,53 @@
+"""
+One markdown row per trial run, as in the per-run tables of ``docs/benchmarks.md``: the best and the last evaluation
+(mean ± std, the steps and minutes at which it came), the minutes at which an evaluation first reached the Zoo's
+published A2C score, and the last evaluation's fall from the best (goal 2's measure, as ``side_by_side_table.py``).
+Each CSV is a ``pong.py`` run named ``ENV_ALGO_TAG_seedS.csv``; the row's second column is its ``TAG``.
+
+    python benchmarks/trials_table.py benchmarks/results/side_by_side/trials/Ant-v5_a3c_*_seed?.csv
+"""
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from side_by_side_table import fall_from_best
+from zoo_side_by_side import PUBLISHED_A2C, RANDOM_SCORES, summarize
+
+
+def trial_row(csv_path: Path, random_scores: dict) -> str:
+    named = re.fullmatch(r"(.+?-v\d+)_(?:a3c|a2c|sync_a2c)_(.+)_seed(\d+)\.csv", csv_path.name)
+    if named is None:
+        raise ValueError(f"{csv_path.name} is not named ENV_ALGO_TAG_seedS.csv")
+    env_id, tag, seed = named.groups()
+    run = summarize(csv_path, PUBLISHED_A2C.get(env_id))
+    if not run["evaluations"]:
+        return f"| {env_id} | {tag} | {seed} | no evaluation | | | |"
+    last_minutes = run["last_at_minutes"]
+    reached = run["reached_published_at_minutes"]
+    return (
+        f"| {env_id} | {tag} | {seed} "
+        f"| {run['best_eval_mean']:.1f} ± {run['best_eval_std']:.1f} ({run['best_at_steps'] / 1e6:g}M, {run['best_at_minutes']:.1f}) "
+        f"| {run['last_eval_mean']:.1f} ± {run['last_eval_std']:.1f} ({run['last_at_steps'] / 1e6:g}M, {last_minutes:.1f}) "
+        f"| {'–' if reached is None else f'{reached:.2f}'} "
+        f"| {fall_from_best(run, random_scores.get(env_id, {}).get('mean'))} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("csvs", nargs="+", type=Path)
+    args = parser.parse_args()
+    random_scores = json.loads(RANDOM_SCORES.read_text()) if RANDOM_SCORES.exists() else {}
+    print(
+        "| env | trial | seed | best eval ± std (steps, minutes) | last eval ± std (steps, minutes) "
+        "| minutes to the Zoo's A2C score | fall from the best |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for csv_path in args.csvs:
+        print(trial_row(csv_path, random_scores))
+
+
+if __name__ == "__main__":
+    main()
