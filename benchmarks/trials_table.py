@@ -15,6 +15,16 @@ from pathlib import Path
 from side_by_side_table import fall_from_best
 from zoo_side_by_side import PUBLISHED_A2C, RANDOM_SCORES, summarize
 
+NOT_REACHED = "\N{EN DASH}"
+
+
+def evaluation(run: dict, which: str) -> str:
+    """The ``best`` or ``last`` evaluation of ``run``: mean ± std (steps, minutes)."""
+    return (
+        f"{run[f'{which}_eval_mean']:.1f} ± {run[f'{which}_eval_std']:.1f} "
+        f"({run[f'{which}_at_steps'] / 1e6:g}M, {run[f'{which}_at_minutes']:.1f})"
+    )
+
 
 def trial_row(csv_path: Path, random_scores: dict) -> str:
     named = re.fullmatch(r"(.+?-v\d+)_(?:a3c|a2c|sync_a2c)_(.+)_seed(\d+)\.csv", csv_path.name)
@@ -24,13 +34,10 @@ def trial_row(csv_path: Path, random_scores: dict) -> str:
     run = summarize(csv_path, PUBLISHED_A2C.get(env_id))
     if not run["evaluations"]:
         return f"| {env_id} | {tag} | {seed} | no evaluation | | | |"
-    last_minutes = run["last_at_minutes"]
     reached = run["reached_published_at_minutes"]
     return (
-        f"| {env_id} | {tag} | {seed} "
-        f"| {run['best_eval_mean']:.1f} ± {run['best_eval_std']:.1f} ({run['best_at_steps'] / 1e6:g}M, {run['best_at_minutes']:.1f}) "
-        f"| {run['last_eval_mean']:.1f} ± {run['last_eval_std']:.1f} ({run['last_at_steps'] / 1e6:g}M, {last_minutes:.1f}) "
-        f"| {'–' if reached is None else f'{reached:.2f}'} "
+        f"| {env_id} | {tag} | {seed} | {evaluation(run, 'best')} | {evaluation(run, 'last')} "
+        f"| {NOT_REACHED if reached is None else f'{reached:.2f}'} "
         f"| {fall_from_best(run, random_scores.get(env_id, {}).get('mean'))} |"
     )
 
