@@ -9,11 +9,10 @@ Each CSV is a ``pong.py`` run named ``ENV_ALGO_TAG_seedS.csv``; the row's second
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 from side_by_side_table import fall_from_best
-from zoo_side_by_side import PUBLISHED_A2C, RANDOM_SCORES, summarize
+from zoo_side_by_side import PUBLISHED_A2C, RANDOM_SCORES, run_name, summarize
 
 NOT_REACHED = "\N{EN DASH}"
 
@@ -27,10 +26,8 @@ def evaluation(run: dict, which: str) -> str:
 
 
 def trial_row(csv_path: Path, random_scores: dict) -> str:
-    named = re.fullmatch(r"(.+?-v\d+)_(?:a3c|a2c|sync_a2c)_(.+)_seed(\d+)\.csv", csv_path.name)
-    if named is None:
-        raise ValueError(f"{csv_path.name} is not named ENV_ALGO_TAG_seedS.csv")
-    env_id, tag, seed = named.groups()
+    env_id, _, tag, seed = run_name(csv_path)
+    tag = tag or "-"
     run = summarize(csv_path, PUBLISHED_A2C.get(env_id))
     if not run["evaluations"]:
         return f"| {env_id} | {tag} | {seed} | no evaluation | | | |"

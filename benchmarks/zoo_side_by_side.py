@@ -107,14 +107,20 @@ def summarize(csv_path: Path, target: float | None) -> dict:
     }
 
 
+def run_name(csv_path: Path) -> tuple[str, str, str | None, int]:
+    """The env, algo, trial tag (None if absent) and seed of a run's CSV, named ``ENV_ALGO_[TAG_]seedS.csv``."""
+    named = re.fullmatch(r"(.+?-v\d+)_(sync_a2c|a3c_cnn|a3c|a2c)_(?:(.+)_)?seed(\d+)\.csv", csv_path.name)
+    if named is None:
+        raise ValueError(f"{csv_path.name} is not named ENV_ALGO_[TAG_]seedS.csv")
+    env_id, algo, tag, seed = named.groups()
+    return env_id, algo, tag, int(seed)
+
+
 def summarize_made_runs(csv_paths: list[Path], output: Path, command: str) -> None:
-    """Write the summary JSON of runs already made, each CSV named ``ENV_ALGO_..._seedS.csv``."""
+    """Write the summary JSON of runs already made, each CSV named ``ENV_ALGO_[TAG_]seedS.csv``."""
     summary = []
     for csv_path in csv_paths:
-        named = re.fullmatch(r"(.+?-v\d+)_(sync_a2c|a3c_cnn|a3c|a2c)_(?:.+_)?seed(\d+)\.csv", csv_path.name)
-        if named is None:
-            raise ValueError(f"{csv_path.name} is not named ENV_ALGO_..._seedS.csv")
-        env_id, algo, seed = named.group(1), named.group(2), int(named.group(3))
+        env_id, algo, _, seed = run_name(csv_path)
         summary.append({"env": env_id, "algo": algo, "seed": seed, **summarize(csv_path, PUBLISHED_A2C.get(env_id))})
     write_result(output, {"command": command, "runs": summary})
 
