@@ -7,8 +7,8 @@ with its shipped entry), one after the other (the order alternates between seeds
 10 episodes (deterministic except on Atari, as the Zoo does for every algorithm). Each run writes the CSV of
 ``pong.py`` (wall clock, steps, evaluation mean and std) under ``benchmarks/results/side_by_side/``; the
 summary JSON has, per run, the best and the last evaluation, and the steps and minutes at which an
-evaluation first reached A2C's published Zoo score (``PUBLISHED_A2C``); a PNG per env and set of algorithms
-(``ENV_a3c_a2c.png``) draws reward against steps and against minutes.
+evaluation first reached A2C's published Zoo score (``PUBLISHED_A2C``); a PNG beside it, of the same name
+(with ``_ENV`` appended when it covers several envs), draws reward against steps and against minutes.
 
     python benchmarks/zoo_side_by_side.py --envs LunarLander-v3 --eval-freq 10000 --minutes 20 --seeds 0 1
 
@@ -119,10 +119,19 @@ def run_name(csv_path: Path) -> tuple[str, str, str | None, int]:
 def summarize_made_runs(csv_paths: list[Path], output: Path, command: str) -> None:
     """Write the summary JSON of runs already made, each CSV named ``ENV_ALGO_[TAG_]seedS.csv``."""
     summary = []
+    curves: dict[str, dict[str, Path]] = {}
     for csv_path in csv_paths:
         env_id, algo, _, seed = run_name(csv_path)
         summary.append({"env": env_id, "algo": algo, "seed": seed, **summarize(csv_path, PUBLISHED_A2C.get(env_id))})
+        curves.setdefault(env_id, {})[f"{algo} seed {seed}"] = csv_path
+    for env_id, env_curves in curves.items():
+        plot(env_id, env_curves, plot_path(output, env_id, len(curves)))
     write_result(output, {"command": command, "runs": summary})
+
+
+def plot_path(output: Path, env_id: str, n_envs: int) -> Path:
+    """The learning curves' PNG beside the summary JSON: same name, or with the env appended when it has several."""
+    return output.with_suffix(".png") if n_envs == 1 else output.with_name(f"{output.stem}_{env_id}.png")
 
 
 def plot(env_id: str, csv_paths: dict[str, Path], output: Path) -> None:
@@ -149,6 +158,7 @@ def plot(env_id: str, csv_paths: dict[str, Path], output: Path) -> None:
     figure.suptitle(f"{env_id}: the Zoo command, this machine")
     figure.tight_layout()
     figure.savefig(output, dpi=100)
+    plt.close(figure)
     print(f"wrote {output}")
 
 
@@ -171,6 +181,7 @@ def main() -> None:
         return
 
     RESULTS.mkdir(parents=True, exist_ok=True)
+    output = args.output or RESULTS / f"{'_'.join(args.envs)}.json"
     summary: list[dict] = []
     for env_id in args.envs:
         csv_paths: dict[str, Path] = {}
@@ -183,11 +194,10 @@ def main() -> None:
                 csv_paths[f"{algo} seed {seed}"] = csv_path
                 summary.append({"env": env_id, "algo": algo, "seed": seed, **summarize(csv_path, PUBLISHED_A2C.get(env_id))})
                 print(summary[-1], flush=True)
-        plot(env_id, csv_paths, RESULTS / f"{env_id}_{'_'.join(args.algos)}.png")
+        plot(env_id, csv_paths, plot_path(output, env_id, len(args.envs)))
     command = "python benchmarks/zoo_side_by_side.py --envs " + " ".join(args.envs)
     command += f" --algos {' '.join(args.algos)} --seeds {' '.join(map(str, args.seeds))}"
     command += f" --minutes {args.minutes:g} --eval-freq {args.eval_freq}"
-    output = args.output or RESULTS / f"{'_'.join(args.envs)}.json"
     write_result(output, {"command": command, "runs": summary})
 
 
