@@ -129,9 +129,9 @@ def summarize_made_runs(csv_paths: list[Path], output: Path, command: str) -> No
     write_result(output, {"command": command, "runs": summary})
 
 
-def plot_path(output: Path, env_id: str, n_envs: int) -> Path:
+def plot_path(output: Path, env_id: str, envs_in_summary: int) -> Path:
     """The learning curves' PNG beside the summary JSON: same name, or with the env appended when it has several."""
-    return output.with_suffix(".png") if n_envs == 1 else output.with_name(f"{output.stem}_{env_id}.png")
+    return output.with_suffix(".png") if envs_in_summary == 1 else output.with_name(f"{output.stem}_{env_id}.png")
 
 
 def plot(env_id: str, csv_paths: dict[str, Path], output: Path) -> None:
