@@ -5,9 +5,10 @@ Reads every summary JSON ``zoo_side_by_side.py`` wrote under ``benchmarks/result
 markdown row per env and algorithm: the final evaluation (score ± std of the run with the median final score, the
 lower of the middle two for an even count), the median best evaluation, the steps and minutes the runs took, the
 minutes each run took to first reach the Zoo's published A2C score, how far each run's last evaluation fell from its
-best (in percent of the range from a random policy's score, ``random_scores.py``, to the best; goal 2 allows 20), and
-the published score. A run marked ``replaced_by`` (its entry's settings changed since; the value names the summary of
-the shipped entry's runs) is left out. The Zoo's A2C envs with no run are listed as not measured.
+best (in percent of the range from a random policy's score, ``random_scores.py``, to the best; goal 2 allows 20),
+and the published score. A run marked ``replaced_by`` (the value names the summary that replaces it: the shipped
+entry's runs, where the entry's settings changed, or a run of the same seed to the entry's full budget) is left out.
+The Zoo's A2C envs with no run are listed as not measured.
 
     python benchmarks/side_by_side_table.py
 """
