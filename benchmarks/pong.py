@@ -118,13 +118,16 @@ def record(
                 reached = reached or (stop_at_eval is not None and rows[-1]["eval_mean"] >= stop_at_eval)
                 reached = reached or (stop_at_steps is not None and rows[-1]["steps"] >= stop_at_steps)
     finally:
-        if process.poll() is None:
+        stopped_here = process.poll() is None
+        if stopped_here:
             os.killpg(process.pid, signal.SIGINT)
             try:
                 process.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+    if not stopped_here and process.returncode != 0:
+        sys.exit(f"the Zoo's training exited with status {process.returncode} (its traceback is above)")
     write_rows(output, earlier_rows + rows)
     episodes_output = output.with_name(f"{output.stem}_episodes.csv")
     write_training_episodes(log_folder, start_epoch - seconds_offset, episodes_output)
