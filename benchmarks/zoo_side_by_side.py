@@ -5,7 +5,8 @@ For each env and seed, the exact Zoo command for each algorithm (``--algos``, de
 with its shipped entry), one after the other (the order alternates between seeds), each until its entry's
 ``n_timesteps`` or ``--minutes``, whichever comes first. The Zoo evaluates every ``--eval-freq`` steps on
 10 episodes (deterministic except on Atari, as the Zoo does for every algorithm). Each run writes the CSV of
-``pong.py`` (wall clock, steps, evaluation mean and std) under ``benchmarks/results/side_by_side/``; the
+``pong.py`` (wall clock, steps, evaluation mean and std) under ``benchmarks/results/side_by_side/``, named
+``ENV_ALGO_seedS.csv`` (``ENV_ALGO_TAG_seedS.csv`` with ``--tag TAG``; a run never overwrites an earlier one's); the
 summary JSON has, per run, the best and the last evaluation, and the steps and minutes at which an
 evaluation first reached A2C's published Zoo score (``PUBLISHED_A2C``); a PNG beside it, of the same name
 (with ``_ENV`` appended when it covers several envs), draws reward against steps and against minutes.
@@ -173,6 +174,7 @@ def main() -> None:
     parser.add_argument("--eval-freq", type=int, default=10_000, help="env steps between evaluations")
     parser.add_argument("--output", type=Path, default=None, help="the summary JSON (default: side_by_side/ENVS.json)")
     parser.add_argument("--command", help="with --csvs: the command that made them")
+    parser.add_argument("--tag", help="names the runs' CSVs ENV_ALGO_TAG_seedS.csv, beside earlier runs of a seed")
     args = parser.parse_args()
     if args.csvs:
         if args.output is None or args.command is None:
@@ -182,13 +184,23 @@ def main() -> None:
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     output = args.output or RESULTS / f"{'_'.join(args.envs)}.json"
+    run_prefix = "" if args.tag is None else f"{args.tag}_"
+    earlier = [
+        path
+        for env_id in args.envs
+        for algo in args.algos
+        for seed in args.seeds
+        if (path := RESULTS / f"{env_id}_{algo}_{run_prefix}seed{seed}.csv").exists()
+    ]
+    if earlier:
+        parser.error(f"earlier runs' CSVs would be overwritten ({', '.join(map(str, earlier))}): name the new runs with --tag")
     summary: list[dict] = []
     for env_id in args.envs:
         csv_paths: dict[str, Path] = {}
         for seed_index, seed in enumerate(args.seeds):
             algos = args.algos if seed_index % 2 == 0 else list(reversed(args.algos))
             for algo in algos:
-                csv_path = RESULTS / f"{env_id}_{algo}_seed{seed}.csv"
+                csv_path = RESULTS / f"{env_id}_{algo}_{run_prefix}seed{seed}.csv"
                 conf_file = older_version_entry(algo, env_id)
                 record(algo, env_id, args.minutes, args.eval_freq, csv_path, seed=seed, conf_file=conf_file)
                 csv_paths[f"{algo} seed {seed}"] = csv_path
@@ -198,6 +210,8 @@ def main() -> None:
     command = "python benchmarks/zoo_side_by_side.py --envs " + " ".join(args.envs)
     command += f" --algos {' '.join(args.algos)} --seeds {' '.join(map(str, args.seeds))}"
     command += f" --minutes {args.minutes:g} --eval-freq {args.eval_freq}"
+    command += "" if args.tag is None else f" --tag {args.tag}"
+    command += "" if args.output is None else f" --output {args.output}"
     write_result(output, {"command": command, "runs": summary})
 
 
