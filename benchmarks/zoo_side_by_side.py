@@ -108,6 +108,11 @@ def summarize(csv_path: Path, target: float | None) -> dict:
     }
 
 
+def run_csv(env_id: str, algo: str, seed: int, tag: str | None) -> Path:
+    """Where a run's CSV goes: ``ENV_ALGO_[TAG_]seedS.csv`` under ``RESULTS`` (``run_name`` reads it back)."""
+    return RESULTS / f"{env_id}_{algo}_{'' if tag is None else tag + '_'}seed{seed}.csv"
+
+
 def run_name(csv_path: Path) -> tuple[str, str, str | None, int]:
     """The env, algo, trial tag (None if absent) and seed of a run's CSV, named ``ENV_ALGO_[TAG_]seedS.csv``."""
     named = re.fullmatch(r"(.+?-v\d+)_(sync_a2c|a3c_cnn|a3c|a2c)_(?:(.+)_)?seed(\d+)\.csv", csv_path.name)
@@ -184,13 +189,12 @@ def main() -> None:
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     output = args.output or RESULTS / f"{'_'.join(args.envs)}.json"
-    run_prefix = "" if args.tag is None else f"{args.tag}_"
     earlier = [
         path
         for env_id in args.envs
         for algo in args.algos
         for seed in args.seeds
-        if (path := RESULTS / f"{env_id}_{algo}_{run_prefix}seed{seed}.csv").exists()
+        if (path := run_csv(env_id, algo, seed, args.tag)).exists()
     ]
     if earlier:
         parser.error(f"earlier runs' CSVs would be overwritten ({', '.join(map(str, earlier))}): name the new runs with --tag")
@@ -200,7 +204,7 @@ def main() -> None:
         for seed_index, seed in enumerate(args.seeds):
             algos = args.algos if seed_index % 2 == 0 else list(reversed(args.algos))
             for algo in algos:
-                csv_path = RESULTS / f"{env_id}_{algo}_{run_prefix}seed{seed}.csv"
+                csv_path = run_csv(env_id, algo, seed, args.tag)
                 conf_file = older_version_entry(algo, env_id)
                 record(algo, env_id, args.minutes, args.eval_freq, csv_path, seed=seed, conf_file=conf_file)
                 csv_paths[f"{algo} seed {seed}"] = csv_path
