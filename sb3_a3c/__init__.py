@@ -21,11 +21,12 @@ _LAZY_ATTRIBUTES = {
     "SharedRMSprop": "sb3_a3c.a3c.shared_optimizers",
     "SharedRMSpropFromOne": "sb3_a3c.a3c.shared_optimizers",
     "SharedRMSpropTFLike": "sb3_a3c.a3c.shared_optimizers",
-    "WorkerError": "sb3_a3c.a3c.worker_pool",
+    "WorkerError": "sb3_a3c.a3c.runner.worker_pool",
 }
 
 if TYPE_CHECKING:
     from sb3_a3c.a3c import A3C
+    from sb3_a3c.a3c.runner.worker_pool import WorkerError
     from sb3_a3c.a3c.shared_optimizers import (
         SharedAdam,
         SharedAdamW,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
         SharedRMSpropFromOne,
         SharedRMSpropTFLike,
     )
-    from sb3_a3c.a3c.worker_pool import WorkerError
     from sb3_a3c.common.optimizers import RMSpropFromOne
     from sb3_a3c.common.policies import CnnTwoHeadPolicy
     from sb3_a3c.sync_a2c import SyncA2C

@@ -11,9 +11,9 @@ from stable_baselines3.common.envs import FakeImageEnv
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
 from sb3_a3c import A3C, RMSpropFromOne, SharedAdam, SharedAdamW, SharedRMSprop, SharedRMSpropFromOne, SharedRMSpropTFLike
-from sb3_a3c.a3c import actor_learner
-from sb3_a3c.a3c.rollout_collector import RolloutCollector
 from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin
+from sb3_a3c.a3c.worker import actor_learner
+from sb3_a3c.a3c.worker.rollout_collector import RolloutCollector
 
 # Four channels: with one, channels-first and channels-last tensors have the same layout
 FOUR_CHANNEL_FIRST_FRAMES = dict(channel_first=True, n_channels=4)

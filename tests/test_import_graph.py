@@ -4,6 +4,8 @@ import ast
 import itertools
 from pathlib import Path
 
+import pytest
+
 import sb3_a3c
 
 PACKAGE_ROOT = Path(sb3_a3c.__file__).parent
@@ -64,13 +66,46 @@ def test_the_import_graph_finds_a_cycle_when_there_is_one():
 
 def test_no_module_of_the_package_imports_itself_through_others():
     graph = import_graph()
-    assert "sb3_a3c.a3c.ray_machines" in graph["sb3_a3c.a3c.a3c"]  # lazy imports count too
+    assert "sb3_a3c.a3c.runner.ray_machines" in graph["sb3_a3c.a3c.a3c"]  # lazy imports count too
     assert find_cycle(graph) is None
 
 
 def test_a3c_modules_import_one_way_from_the_algorithm_to_the_update():
     graph = import_graph()
-    chain = ["sb3_a3c.a3c.a3c", "sb3_a3c.a3c.backends", "sb3_a3c.a3c.actor_learner", "sb3_a3c.common.update"]
+    chain = [
+        "sb3_a3c.a3c.a3c",
+        "sb3_a3c.a3c.runner.backends",
+        "sb3_a3c.a3c.worker.actor_learner",
+        "sb3_a3c.a3c.worker.updates",
+        "sb3_a3c.common.update",
+    ]
     for importer, imported in itertools.pairwise(chain):
         assert imported in graph[importer]
-    assert "sb3_a3c.a3c.a3c" not in graph["sb3_a3c.a3c.ray_machines"]
+    assert "sb3_a3c.a3c.a3c" not in graph["sb3_a3c.a3c.runner.ray_machines"]
+
+
+def a3c_modules(side: str) -> set[str]:
+    return {name for name in import_graph() if name.startswith(f"sb3_a3c.a3c.{side}.")}
+
+
+def test_a3c_worker_modules_import_no_runner_module():
+    graph = import_graph()
+    for module in a3c_modules("worker"):
+        assert not {imported for imported in graph[module] if imported.startswith("sb3_a3c.a3c.runner")}, module
+
+
+def test_a3c_runner_imports_only_the_workers_entry_point():
+    graph = import_graph()
+    imported_from_worker = {
+        imported
+        for module in a3c_modules("runner")
+        for imported in graph[module]
+        if imported.startswith("sb3_a3c.a3c.worker.")
+    }
+    assert imported_from_worker == {"sb3_a3c.a3c.worker.actor_learner"}
+
+
+@pytest.mark.parametrize("module", ["config", "job", "messages", "worker_envs"])
+def test_what_crosses_between_runner_and_workers_imports_neither_side(module):
+    imported = import_graph()[f"sb3_a3c.a3c.{module}"]
+    assert not {name for name in imported if name.startswith(("sb3_a3c.a3c.worker.", "sb3_a3c.a3c.runner."))}

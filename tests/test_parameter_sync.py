@@ -5,7 +5,7 @@ import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_a3c import A3C
-from sb3_a3c.a3c.parameter_sync import MachineParameters, add_delta, floating_state, state_vector
+from sb3_a3c.a3c.runner.parameter_sync import MachineParameters, add_delta, floating_state, state_vector
 
 
 def small_module(seed: int = 0) -> th.nn.Module:

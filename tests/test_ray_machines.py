@@ -203,7 +203,7 @@ def test_vec_normalize_with_ray_is_refused_before_anything_starts(cluster):
 
 
 def test_unreachable_cluster_error_names_the_address(monkeypatch):
-    from sb3_a3c.a3c import ray_machines
+    from sb3_a3c.a3c.runner import ray_machines
 
     monkeypatch.setattr(ray_machines.ray, "is_initialized", lambda: False)
 

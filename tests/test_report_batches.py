@@ -2,7 +2,7 @@
 
 import time
 
-from sb3_a3c.a3c.worker_pool import BatchingSender
+from sb3_a3c.a3c.runner.worker_pool import BatchingSender
 
 
 class RecordingConnection:

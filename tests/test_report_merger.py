@@ -4,7 +4,7 @@ import numpy as np
 import torch as th
 
 from sb3_a3c.a3c.messages import RolloutReport, RolloutSteps
-from sb3_a3c.a3c.reporting import IterationEnd, ReportMerger, VecEnvStep
+from sb3_a3c.a3c.runner.report_merger import IterationEnd, ReportMerger, VecEnvStep
 from sb3_a3c.common.update import UpdateMetrics
 
 N_STEPS = 3

@@ -9,7 +9,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from sb3_a3c import A3C
-from sb3_a3c.a3c.rollout_collector import COLLECT_ROLLOUTS_ATTRIBUTES, RolloutCollector
+from sb3_a3c.a3c.worker.rollout_collector import COLLECT_ROLLOUTS_ATTRIBUTES, RolloutCollector
 
 
 def attributes_of_self(function) -> set[str]:

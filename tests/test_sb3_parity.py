@@ -24,7 +24,7 @@ from stable_baselines3.common.monitor import load_results
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from sb3_a3c import A3C, SyncA2C
-from sb3_a3c.a3c.step_locals import callback_reads_step_locals
+from sb3_a3c.a3c.runner.report_merger import callback_reads_step_locals
 from tests.helpers.counting_envs import UnpicklableCountingEnv, counting_vec_env, shared_step_counter
 
 # What SB3's collect_rollouts shows a callback at each step, one row per env

@@ -1,5 +1,7 @@
 """SyncA2C: SB3 A2C's maths (checked against SB3's A2C), reproducible, with LSTM policies and the SB3 API."""
 
+import inspect
+
 import ale_py
 import gymnasium as gym
 import numpy as np
@@ -22,7 +24,7 @@ def parameters(model) -> list[th.Tensor]:
 
 
 # The hyperparameters of SB3 A2C's Zoo entries for LunarLanderContinuous, BipedalWalker and the PyBullet envs,
-# which sync_a2c.yml ships with torch's RMSprop (linear schedule as the Zoo passes it: a callable)
+# which sync_a2c.yml ships (linear schedule as the Zoo passes it: a callable)
 ZOO_GSDE_ENTRY = dict(
     n_steps=8,
     gae_lambda=0.9,
@@ -40,28 +42,64 @@ ZOO_GSDE_ENTRY = dict(
     ids=["cartpole-1", "cartpole-10", "pendulum", "pendulum-zoo-gsde-entry"],
 )
 def test_updates_match_sb3_a2c(env_id: str, n_updates: int, hyperparams: dict):
-    """With SB3 A2C's hyperparameters, same seed and env, on the CPU: the same parameters as SB3's A2C."""
+    """With the same arguments (defaults included), seed and env, on the CPU: the same parameters as SB3's A2C."""
     n_envs, n_steps = 4, hyperparams.get("n_steps", 5)
     reference = A2C("MlpPolicy", make_vec_env(env_id, n_envs=n_envs, seed=0), seed=0, device="cpu", **hyperparams)
     reference.learn(n_envs * n_steps * n_updates)
     expected = parameters(reference)
 
-    # A2C's defaults: n_steps=5, gae_lambda=1, ent_coef=0, vf_coef=0.5, max_grad_norm=0.5, RMSprop(7e-4, eps=1e-5);
-    # SyncA2C's RMSprop starts its running average at one, A2C's (torch's) at zero
-    torch_rmsprop = dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=dict(alpha=0.99, eps=1e-5, weight_decay=0))
-    sync_kwargs = dict(hyperparams, policy_kwargs={**hyperparams.get("policy_kwargs", {}), **torch_rmsprop})
-    model = SyncA2C(
-        "MlpPolicy",
-        make_vec_env(env_id, n_envs=n_envs, seed=0),
-        ent_coef=0.0,
-        seed=0,
-        device="cpu",
-        **sync_kwargs,
-    )
+    model = SyncA2C("MlpPolicy", make_vec_env(env_id, n_envs=n_envs, seed=0), seed=0, device="cpu", **hyperparams)
     model.learn(n_envs * n_steps * n_updates)
     assert model._n_updates == reference._n_updates == n_updates
     for actual, wanted in zip(parameters(model), expected):
-        th.testing.assert_close(actual, wanted, rtol=1e-5, atol=1e-6)
+        th.testing.assert_close(actual, wanted, rtol=0, atol=0)
+
+
+def test_default_arguments_are_sb3_a2cs():
+    a2c_defaults = inspect.signature(A2C.__init__).parameters
+    for name, parameter in inspect.signature(SyncA2C.__init__).parameters.items():
+        if name in a2c_defaults and name != "policy":
+            assert parameter.default == a2c_defaults[name].default, name
+    model = SyncA2C("MlpPolicy", "CartPole-v1", device="cpu")
+    assert type(model.policy.optimizer) is th.optim.RMSprop
+    assert model.policy.optimizer.defaults | dict(alpha=0.99, eps=1e-5) == model.policy.optimizer.defaults
+
+
+def test_default_sync_a2c_learns_the_infinite_horizon_value_as_sb3_a2c():
+    """
+    SB3's tests/test_gae.py::test_infinite_horizon: a reward of 1 at every step, episodes cut by a time limit
+    (and bootstrapped), so the initial state's value is ``1 / (1 - gamma)`` = 50.
+    """
+    gamma = 0.98
+    values = {}
+    for algorithm in (A2C, SyncA2C):
+        env = gym.wrappers.TimeLimit(InfiniteHorizonEnv(), max_episode_steps=8)
+        model = algorithm("MlpPolicy", env, gamma=gamma, seed=1, learning_rate=0.01, policy_kwargs=dict(net_arch=[32]))
+        model.learn(500)
+        initial_observation = model.policy.obs_to_tensor(0)[0]
+        values[algorithm.__name__] = model.policy.predict_values(initial_observation).item()
+    assert values["SyncA2C"] == pytest.approx(values["A2C"])
+    assert values["SyncA2C"] == pytest.approx(1 / (1 - gamma), abs=1.0)
+
+
+class InfiniteHorizonEnv(gym.Env):
+    """A one-state env whose episodes never end, as SB3's ``test_gae.py`` builds it: the value is ``1 / (1 - gamma)``."""
+
+    def __init__(self, n_states: int = 4):
+        super().__init__()
+        self.n_states = n_states
+        self.observation_space = gym.spaces.Discrete(n_states)
+        self.action_space = gym.spaces.Discrete(2)
+        self.current_state = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.current_state = 0
+        return self.current_state, {}
+
+    def step(self, action):
+        self.current_state = (self.current_state + 1) % self.n_states
+        return self.current_state, 1.0, False, False, {}
 
 
 @pytest.mark.parametrize("policy", ["MlpPolicy", "MlpLstmPolicy"])

@@ -12,9 +12,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_a3c import A3C
-from sb3_a3c.a3c import actor_learner
-from sb3_a3c.a3c.rollout_collector import RolloutCollector
-from sb3_a3c.a3c.synchronous_update import GradientExchange, wait_until
+from sb3_a3c.a3c.job import GradientExchange
+from sb3_a3c.a3c.worker import actor_learner
+from sb3_a3c.a3c.worker.rollout_collector import RolloutCollector
+from sb3_a3c.a3c.worker.updates import wait_until
 
 from .conftest import live_children
 from .test_gradients import SharedSGD, independent_gradient, record_optimizer_steps

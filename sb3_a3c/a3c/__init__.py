@@ -1,9 +1,21 @@
 """
-A3C, in the order a ``learn()`` runs it: ``a3c.py`` builds an ``A3CConfig`` (``config.py``: the hyperparameters
-and how to build the policy) and a backend (``backends.py``: this machine's forked workers, or
-``ray_machines.py``: a one-machine backend on each Ray machine); ``actor_learner.py`` is a worker's loop, whose
-update is ``sb3_a3c.common.update.apply_update``; ``messages.py`` is what a worker sends; ``reporting.py``
-orders the reports into the training VecEnv's steps for the callbacks.
+A3C: Hogwild worker processes sharing one policy and one optimizer in shared memory.
+
+The folders say which process runs what:
+
+- ``a3c.py``: the ``A3C`` model, in the user's process: arguments, ``learn()``, callbacks and logs
+  (with ``validation.py``, its argument checks, and ``shared_optimizers.py``, the optimizers whose statistics
+  live in shared memory).
+- ``worker/``: what a worker process runs: the actor-learner loop (``actor_learner.py``: sync, rollout, update),
+  the rollout collection (``rollout_collector.py``, ``step_recorder.py``) and the update (``updates.py``:
+  Hogwild, or the workers' mean gradient with ``synchronous_updates``).
+- ``runner/``: what starts, feeds and listens to the workers: the backends ``A3C.learn()`` drives
+  (``backends.py``: this machine's forked workers; ``ray_machines.py`` with ``parameter_sync.py``: a one-machine
+  backend on each Ray machine), the processes (``worker_pool.py``), and the ordering of the workers' reports
+  into SB3's callback steps (``report_merger.py``).
+- Between the two sides: ``config.py`` (what the workers need of the model), ``job.py`` (one machine's shared
+  memory and budget for one ``learn()``), ``messages.py`` (what a worker sends back) and ``worker_envs.py``
+  (each worker's slice of the training envs, and how envs travel between processes).
 """
 
 from sb3_a3c.a3c.a3c import A3C

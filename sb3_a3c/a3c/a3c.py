@@ -14,16 +14,16 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import unwrap_vec_normalize
 
-from sb3_a3c.a3c.actor_learner import ActorLearnerJob, RunSettings, WorkerStart
-from sb3_a3c.a3c.backends import Backend, OneMachineBackend
 from sb3_a3c.a3c.config import A3CConfig
+from sb3_a3c.a3c.job import ActorLearnerJob, RunSettings, WorkerStart
 from sb3_a3c.a3c.messages import RolloutReport
-from sb3_a3c.a3c.reporting import IterationEnd, ReportMerger, VecEnvStep
+from sb3_a3c.a3c.runner.backends import Backend, OneMachineBackend
+from sb3_a3c.a3c.runner.report_merger import IterationEnd, ReportMerger, VecEnvStep, callback_reads_step_locals
 from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin, shared_optimizer_class
-from sb3_a3c.a3c.step_locals import callback_reads_step_locals
 from sb3_a3c.a3c.validation import check_envs_divide_among_workers, check_fork_is_available, cpu_device
 from sb3_a3c.a3c.worker_envs import check_worker_env_support
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
+from sb3_a3c.common.optimizers import RMSpropFromOne
 from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs, with_default_optimizer
 from sb3_a3c.common.train_logging import record_train_metrics
 from sb3_a3c.common.update import UpdateMetrics, UpdateSettings
@@ -66,9 +66,8 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
     A worker copies the shared policy, collects ``n_steps`` transitions from each of its envs (stepped
     together, so the policy's forward pass is batched), and applies the gradient of its loss to the shared
     policy with the shared optimizer (statistics in shared memory): the loop is
-    ``sb3_a3c.a3c.actor_learner.run_actor_learner``, the update ``sb3_a3c.common.update.apply_update``.
-    With ``synchronous_updates=True`` the workers instead apply the mean of their gradients together
-    (``sb3_a3c.a3c.synchronous_update``).
+    ``sb3_a3c.a3c.worker.actor_learner.run_actor_learner``, the update ``sb3_a3c.a3c.worker.updates``.
+    With ``synchronous_updates=True`` the workers instead apply the mean of their gradients together.
     Callbacks and logging run in the main process.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, MlpLstmPolicy, CnnLstmPolicy, ...)
@@ -250,7 +249,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         ``policy_kwargs`` with the shared-memory version of the optimizer: RMSprop with SB3 A2C's settings by
         default, the user's ``optimizer_class`` otherwise (SB3's Adam with ``use_rms_prop=False``).
         """
-        policy_kwargs = with_default_optimizer(self.policy_kwargs, self.use_rms_prop, self.rms_prop_eps)
+        policy_kwargs = with_default_optimizer(self.policy_kwargs, self.use_rms_prop, self.rms_prop_eps, RMSpropFromOne)
         optimizer_class = policy_kwargs.get("optimizer_class", th.optim.Adam)
         if optimizer_class is th.optim.Adam:
             # SB3's policies add eps=1e-5 to Adam; keep that for its shared version
@@ -318,7 +317,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         )
         if self.ray_address is not None:
             self._check_machines()
-            from sb3_a3c.a3c.ray_machines import RayBackend  # imports Ray: only here
+            from sb3_a3c.a3c.runner.ray_machines import RayBackend  # imports Ray: only here
 
             return RayBackend(
                 self.config(), self.policy, self.env, run, self.num_timesteps,  # type: ignore[arg-type]
@@ -341,12 +340,12 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         """
         Not used: A3C updates the shared policy in its worker processes, each after its own rollout.
 
-        The update is ``sb3_a3c.common.update.apply_update`` (loss, gradient, shared optimizer step), called by
-        the actor-learner loop ``sb3_a3c.a3c.actor_learner.run_actor_learner``; ``learn()`` starts the
-        workers and turns their reports into SB3's callbacks and logs (``sb3_a3c.a3c.reporting``).
+        The update (loss, gradient, shared optimizer step) is ``sb3_a3c.a3c.worker.updates``, called by the
+        actor-learner loop ``sb3_a3c.a3c.worker.actor_learner.run_actor_learner``; ``learn()`` starts the
+        workers and turns their reports into SB3's callbacks and logs (``sb3_a3c.a3c.runner.report_merger``).
         """
         raise NotImplementedError(
-            "A3C has no main-process update: each worker applies its own (sb3_a3c.common.update.apply_update). Call learn()."
+            "A3C has no main-process update: each worker applies its own (sb3_a3c.a3c.worker.updates). Call learn()."
         )
 
     def learn(

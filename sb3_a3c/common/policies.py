@@ -16,7 +16,6 @@ from stable_baselines3.common.policies import (
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from sb3_a3c.common.optimizers import RMSpropFromOne
 from sb3_a3c.common.torch_layers import (
     ClassicA3CConvolutions,
     NatureCnnConvolutions,
@@ -273,17 +272,21 @@ def check_policy_kwargs(policy_class: type[BasePolicy], policy_kwargs: dict[str,
         )
 
 
-def with_default_optimizer(policy_kwargs: dict[str, Any], use_rms_prop: bool, rms_prop_eps: float) -> dict[str, Any]:
+def with_default_optimizer(
+    policy_kwargs: dict[str, Any],
+    use_rms_prop: bool,
+    rms_prop_eps: float,
+    rmsprop_class: type[th.optim.Optimizer] = th.optim.RMSprop,
+) -> dict[str, Any]:
     """
-    A copy of ``policy_kwargs`` with SB3 A2C's RMSprop settings (``alpha=0.99, eps=rms_prop_eps``) on
-    ``RMSpropFromOne`` (its running average starts at one, so that the first updates do not switch off ReLU
-    units) unless the user chose an ``optimizer_class`` or ``use_rms_prop=False`` (then the policy's own default,
-    Adam). The defaults are added when the policy is built, not stored in ``model.policy_kwargs``, so that
+    A copy of ``policy_kwargs`` with SB3 A2C's RMSprop (``rmsprop_class`` with ``alpha=0.99, eps=rms_prop_eps``)
+    unless the user chose an ``optimizer_class`` or ``use_rms_prop=False`` (then the policy's own default, Adam).
+    The defaults are added when the policy is built, not stored in ``model.policy_kwargs``, so that
     ``load(path, policy_kwargs=...)`` with the dict the model was built with matches what was saved.
     """
     policy_kwargs = dict(policy_kwargs)
     if use_rms_prop and "optimizer_class" not in policy_kwargs:
-        policy_kwargs["optimizer_class"] = RMSpropFromOne
+        policy_kwargs["optimizer_class"] = rmsprop_class
         policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=rms_prop_eps, weight_decay=0)
     return policy_kwargs
 

@@ -1,10 +1,9 @@
 """
-One advantage actor-critic update, the maths of ``A2C.train()``: the loss of a rollout, its gradient, the
-optimizer step. ``SyncA2C.train`` applies it to its own policy; an A3C worker computes it on its local copy
-and applies it to the shared policy (``sb3_a3c.a3c.actor_learner``).
+The gradient of one advantage actor-critic update, as SB3's ``A2C.train()`` computes it. Each caller takes
+its own optimizer step: ``SyncA2C.train`` on its policy, an A3C worker on the shared policy
+(``sb3_a3c.a3c.worker.updates``).
 """
 
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -13,13 +12,13 @@ from gymnasium import spaces
 from sb3_contrib.common.recurrent.type_aliases import RecurrentDictRolloutBufferSamples, RecurrentRolloutBufferSamples
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.utils import explained_variance, update_learning_rate
+from stable_baselines3.common.utils import explained_variance
 
 RECURRENT_SAMPLES = (RecurrentRolloutBufferSamples, RecurrentDictRolloutBufferSamples)
 
 
 class NonFiniteLossError(RuntimeError):
-    """A NaN or infinite loss or gradient; the optimizer's parameters were left untouched."""
+    """A NaN or infinite loss or gradient; no optimizer step was taken."""
 
 
 @dataclass(frozen=True)
@@ -46,31 +45,25 @@ class UpdateMetrics(NamedTuple):
     value_loss: float
     entropy_loss: float
     explained_variance: float
-    grad_norm: float
+    # The norm of the gradient the optimizer stepped with, before clipping (NaN until it is clipped)
+    grad_norm: float = float("nan")
 
 
-def apply_update(
-    policy: ActorCriticPolicy,
-    rollout_buffer: RolloutBuffer,
-    settings: UpdateSettings,
-    learning_rate: float,
-    apply_to: ActorCriticPolicy | None,
-    update_lock: AbstractContextManager | None = None,
-) -> UpdateMetrics:
+def compute_gradients(policy: ActorCriticPolicy, rollout_buffer: RolloutBuffer, settings: UpdateSettings) -> UpdateMetrics:
     """
-    Compute the A2C loss of the rollout in ``rollout_buffer`` on ``policy`` and apply its gradient (and
-    nothing else) with ``apply_to.optimizer``.
+    Compute the A2C loss of the rollout in ``rollout_buffer`` on ``policy`` and leave its gradient (of this
+    rollout only, not clipped) in the ``.grad`` of ``policy``'s parameters.
 
     :param policy: the policy the loss is computed on (an A3C worker's local copy of the shared policy)
     :param rollout_buffer: the rollout, with returns and advantages computed
     :param settings: the update's hyperparameters
-    :param learning_rate: the learning rate of this step
-    :param apply_to: the policy whose optimizer takes the step: ``policy`` itself, or the shared policy
-        (``policy`` hands it its gradient); None: no step, the clipped gradient is left in ``policy``'s ``.grad``
-    :param update_lock: held during the optimizer step, so that a checkpoint never holds half an update (None: no lock)
-    :raises NonFiniteLossError: when the loss or the gradient is not finite (no step is taken)
+    :return: the loss terms and the explained variance (``grad_norm``: NaN, the caller clips)
+    :raises NonFiniteLossError: when the loss is not finite
     """
+    # Switch to train mode (this affects batch norm / dropout)
     policy.set_training_mode(True)
+
+    # This will only loop once (get all data in one go)
     rollout_data = next(rollout_buffer.get(batch_size=None))
     actions = rollout_data.actions
     if isinstance(policy.action_space, spaces.Discrete):
@@ -99,46 +92,39 @@ def apply_update(
     # Value loss using the TD(gae_lambda) target
     value_loss = ((rollout_data.returns - values) ** 2)[mask].mean()
 
-    # Entropy loss favors exploration (approximated by -log_prob when there is no analytical form)
+    # Entropy loss favor exploration (approximate entropy when no analytical form)
     entropy_loss = -(entropy[mask] if entropy is not None else -log_prob[mask]).mean()
 
     loss = policy_loss + settings.ent_coef * entropy_loss + settings.vf_coef * value_loss
+    if not th.isfinite(loss):
+        raise NonFiniteLossError(f"non-finite loss ({loss.item()}); no optimizer step was taken. {_FIND_THE_STEP}")
 
     # The gradient of this rollout only: the classic PyTorch A3C code did not clear the local gradients,
     # so under torch >= 2 they summed up over all past updates
     policy.zero_grad(set_to_none=True)
     loss.backward()
 
-    # Clip grad norm; a non-finite loss or gradient never reaches the optimizer
-    grad_norm = th.nn.utils.clip_grad_norm_(policy.parameters(), settings.max_grad_norm)
-    if not (th.isfinite(loss) and th.isfinite(grad_norm)):
-        parameters = "parameters" if apply_to is policy else "shared parameters"
-        raise NonFiniteLossError(
-            f"non-finite loss ({loss.item()}) or gradient norm ({grad_norm.item()}); the {parameters} were not updated. "
-            "Check the env's rewards and observations (VecCheckNan(raise_exception=True) finds the step)."
-        )
-
-    if apply_to is policy:
-        # Optimization step
-        update_learning_rate(policy.optimizer, learning_rate)
-        with update_lock or nullcontext():
-            policy.optimizer.step()
-    elif apply_to is not None:
-        # Hand the gradient to the shared parameters (Hogwild: read and written without a lock), then the
-        # optimization step; running statistics (BatchNorm) that the forward pass updated go with it
-        for param, shared_param in zip(policy.parameters(), apply_to.parameters()):
-            shared_param.grad = param.grad
-        update_learning_rate(apply_to.optimizer, learning_rate)
-        with update_lock or nullcontext():
-            apply_to.optimizer.step()
-            for buffer, shared_buffer in zip(policy.buffers(), apply_to.buffers()):
-                shared_buffer.copy_(buffer)
-        apply_to.optimizer.zero_grad(set_to_none=True)
-
     return UpdateMetrics(
         policy_loss=policy_loss.item(),
         value_loss=value_loss.item(),
         entropy_loss=entropy_loss.item(),
         explained_variance=float(explained_variance(rollout_buffer.values.flatten(), rollout_buffer.returns.flatten())),
-        grad_norm=grad_norm.item(),
     )
+
+
+def clip_gradients(policy: th.nn.Module, max_grad_norm: float) -> float:
+    """
+    Clip the gradient of ``policy``'s parameters to the norm ``max_grad_norm`` (``th.nn.utils.clip_grad_norm_``).
+
+    :return: the gradient's norm before clipping
+    :raises NonFiniteLossError: when that norm is not finite (the caller then takes no optimizer step)
+    """
+    grad_norm = th.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm)
+    if not th.isfinite(grad_norm):
+        raise NonFiniteLossError(
+            f"non-finite gradient norm ({grad_norm.item()}); no optimizer step was taken. {_FIND_THE_STEP}"
+        )
+    return grad_norm.item()
+
+
+_FIND_THE_STEP = "Check the env's rewards and observations (VecCheckNan(raise_exception=True) finds the step)."

@@ -20,7 +20,7 @@ from sb3_a3c.common.policies import (
     with_default_optimizer,
 )
 from sb3_a3c.common.train_logging import record_train_metrics
-from sb3_a3c.common.update import UpdateSettings, apply_update
+from sb3_a3c.common.update import UpdateSettings, clip_gradients, compute_gradients
 from sb3_a3c.common.validation import check_action_space, check_hyperparameters
 
 SelfSyncA2C = TypeVar("SelfSyncA2C", bound="SyncA2C")
@@ -35,8 +35,9 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
     made on all their transitions together, on the GPU when there is one. With ``gae_lambda=1`` the
     targets are n-step returns bootstrapped by the critic at the end of each worker's batch, never
     across a terminal state. Same policy classes and hyperparameter names as ``A3C``, so that the two
-    compare asynchronous and synchronous updates and nothing else. A subclass of SB3's ``A2C``: only the
-    LSTM policies' collection and update, and the defaults (``ent_coef=0.01``), differ.
+    compare asynchronous and synchronous updates and nothing else. A subclass of SB3's ``A2C`` with its
+    defaults: with a feed-forward policy it makes ``A2C``'s updates; LSTM policies get sb3-contrib's recurrent
+    collection and the masked loss.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, CnnTwoHeadPolicy, MlpLstmPolicy, CnnLstmPolicy, ...)
     :param env: The environment to learn from (if registered in Gym, can be str)
@@ -51,7 +52,7 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
     :param max_grad_norm: The maximum value for the gradient clipping
     :param rms_prop_eps: RMSProp epsilon. It stabilizes square root computation in denominator
         of RMSProp update
-    :param use_rms_prop: Whether to use RMSprop (default: ``RMSpropFromOne``, its running average started at one) or Adam
+    :param use_rms_prop: Whether to use RMSprop (default, ``th.optim.RMSprop`` with SB3 A2C's settings) or Adam
     :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
         instead of action noise exploration (default: False)
     :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
@@ -82,7 +83,7 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
         n_steps: int = 5,
         gamma: float = 0.99,
         gae_lambda: float = 1.0,
-        ent_coef: float = 0.01,
+        ent_coef: float = 0.0,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
         rms_prop_eps: float = 1e-5,
@@ -167,15 +168,19 @@ class SyncA2C(ClearLoadErrorsMixin, A2C):
 
     def train(self) -> None:
         """
-        Update policy using the currently gathered rollout buffer (one gradient step over all of it, with the
-        update of A3C's workers: ``sb3_a3c.common.update.apply_update``).
+        Update policy using the currently gathered rollout buffer (one gradient step over all of it).
         """
         # Update optimizer learning rate
         self._update_learning_rate(self.policy.optimizer)
 
-        # All transitions of all workers in one batch; loss, gradient, clipping, optimization step
-        learning_rate = self.lr_schedule(self._current_progress_remaining)
-        metrics = apply_update(self.policy, self.rollout_buffer, self._update_settings(), learning_rate, self.policy)
+        # Loss of all transitions of all envs, and its gradient
+        metrics = compute_gradients(self.policy, self.rollout_buffer, self._update_settings())
+
+        # Clip grad norm
+        clip_gradients(self.policy, self.max_grad_norm)
+
+        # Optimization step
+        self.policy.optimizer.step()
 
         self._n_updates += 1
         record_train_metrics(

@@ -10,10 +10,11 @@ from functools import partial
 from types import TracebackType
 from typing import Any, Protocol
 
-from sb3_a3c.a3c.actor_learner import ActorLearnerJob, WorkerStart, run_actor_learner
+from sb3_a3c.a3c.job import ActorLearnerJob, WorkerStart
 from sb3_a3c.a3c.messages import RolloutReport, WorkerEnvs
+from sb3_a3c.a3c.runner.worker_pool import WorkerPool
+from sb3_a3c.a3c.worker.actor_learner import run_actor_learner
 from sb3_a3c.a3c.worker_envs import import_worker_env, put_back_worker_envs
-from sb3_a3c.a3c.worker_pool import WorkerPool
 
 
 class Backend(Protocol):
@@ -35,7 +36,7 @@ class Backend(Protocol):
         """
         The workers' reports as they arrive, until every worker is done.
 
-        :raises sb3_a3c.a3c.worker_pool.WorkerError: a worker (or a machine) failed; the message says which and why
+        :raises sb3_a3c.a3c.runner.worker_pool.WorkerError: a worker (or a machine) failed; the message says which and why
         """
         ...
 

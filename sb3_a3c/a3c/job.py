@@ -1,30 +1,34 @@
 """
-What one A3C actor-learner does, in its own process. Starting, watching and stopping the processes
-is ``worker_pool``'s job, not this module's; the maths of an update is ``sb3_a3c.common.update.apply_update``.
+What the runner gives the workers of one machine for one ``learn()``: the shared policy, the counters, the
+lock and the stop event in shared memory (``ActorLearnerJob``), where the envs start (``WorkerStart``), and,
+with synchronous updates, where the workers' gradients meet (``GradientExchange``). Built by the runner
+before it forks the workers, which inherit it.
 """
 
-import copy
 import multiprocessing
 import multiprocessing.sharedctypes
 import multiprocessing.synchronize
 import time
-import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
+import numpy as np
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.utils import set_random_seed
-from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_a3c.a3c.config import A3CConfig
-from sb3_a3c.a3c.messages import RolloutReport, WorkerEnvs
-from sb3_a3c.a3c.rollout_collector import CollectorState, RolloutCollector
-from sb3_a3c.a3c.synchronous_update import GradientExchange, apply_synchronous_update
-from sb3_a3c.a3c.worker_envs import describe_env, export_worker_env, make_worker_env
-from sb3_a3c.common.update import apply_update
+from sb3_a3c.a3c.worker_envs import describe_env
+
+
+@dataclass
+class CollectorState:
+    """Where a worker's envs stand between two rollouts, so that a later ``learn()`` can continue them."""
+
+    last_obs: Any
+    last_episode_starts: np.ndarray
+    last_lstm_states: Any = None
 
 
 @dataclass
@@ -52,6 +56,55 @@ class RunSettings:
     rollouts_per_worker: int
     total_timesteps: int
     record_step_locals: bool
+
+
+@dataclass
+class GradientExchange:
+    """
+    Where the workers of one machine hand over their gradients for a synchronous update, in shared memory.
+
+    :param gradients: one row per worker rank: its rollout's gradient, all parameters flattened in
+        ``policy.parameters()`` order
+    :param gradients_ready: per rank, the number of the update whose gradient its row holds
+    :param updates_applied: how many combined steps the leader has applied
+    :param combined_grad_norm: the norm of the last combined gradient, before clipping
+    """
+
+    gradients: th.Tensor
+    gradients_ready: Any
+    updates_applied: Any
+    combined_grad_norm: Any
+
+    @classmethod
+    def for_policy(cls, policy: th.nn.Module, n_workers: int) -> "GradientExchange":
+        n_parameters = sum(parameter.numel() for parameter in policy.parameters())
+        return cls(
+            gradients=th.zeros(n_workers, n_parameters).share_memory_(),
+            gradients_ready=multiprocessing.sharedctypes.RawArray("q", n_workers),
+            updates_applied=multiprocessing.sharedctypes.RawValue("q", 0),
+            combined_grad_norm=multiprocessing.sharedctypes.RawValue("d", 0.0),
+        )
+
+    def put(self, rank: int, policy: th.nn.Module, update_number: int) -> None:
+        """Copy ``policy``'s gradient into row ``rank`` and mark it as update ``update_number``'s."""
+        offset = 0
+        row = self.gradients[rank]
+        for parameter in policy.parameters():
+            destination = row[offset : offset + parameter.numel()].view(parameter.shape)
+            if parameter.grad is None:
+                destination.zero_()
+            else:
+                destination.copy_(parameter.grad)  # also from a channels-last gradient
+            offset += parameter.numel()
+        self.gradients_ready[rank] = update_number
+
+    def set_mean_gradient(self, policy: th.nn.Module) -> None:
+        """Give ``policy``'s parameters the mean of all rows as their gradient."""
+        mean = self.gradients.mean(dim=0)
+        offset = 0
+        for parameter in policy.parameters():
+            parameter.grad = mean[offset : offset + parameter.numel()].view(parameter.shape).clone()
+            offset += parameter.numel()
 
 
 @dataclass
@@ -148,102 +201,3 @@ class ActorLearnerJob:
         """Wait while worker ``rank`` is ``max_rollouts_ahead`` rollouts ahead of the slowest worker."""
         while self.rollouts_done[rank] - min(self.rollouts_done) >= self.max_rollouts_ahead and not self.stop_event.is_set():
             time.sleep(poll_interval)
-
-
-def run_actor_learner(job: ActorLearnerJob, rank: int, send_report: Callable[[Any], None]) -> None:
-    """
-    The A3C actor-learner loop: sync with the shared policy, collect ``n_steps`` per env, apply the
-    gradient of the rollout's loss to the shared policy with the shared optimizer. Repeat until stopped.
-
-    :param job: the shared model, optimizer, counters and hyperparameters
-    :param rank: this worker's index
-    :param send_report: delivers one ``RolloutReport`` per update to the main process, then the envs (``WorkerEnvs``)
-    """
-    config = job.config
-    set_random_seed(job.run.worker_seeds[rank])
-    # torch.distributions re-checks the policy's logits and actions on every call (~12% of acting time);
-    # a NaN still surfaces, as a non-finite loss. This process only runs this loop.
-    th.distributions.Distribution.set_default_validate_args(False)
-    start = job.starts[rank] if job.starts else None
-    if start is None:
-        env = make_worker_env(job.training_env, job.worker_env_indices(rank))
-        env.seed(job.run.worker_seeds[rank])
-    else:
-        env = start.env
-    local_policy = config.make_local_policy()
-    steps_per_update = config.n_steps * env.num_envs
-    collector = RolloutCollector(
-        local_policy,
-        env,
-        config.n_steps,
-        config.gamma,
-        config.gae_lambda,
-        config.use_sde,
-        config.sde_sample_freq,
-        record_step_locals=job.run.record_step_locals,
-        resume_from=None if start is None else start.collector_state,
-    )
-
-    while not job.should_stop(rank):
-        job.wait_for_slower_workers(rank)
-        if job.stop_event.is_set():
-            break
-        # Start from the current shared parameters
-        local_policy.load_state_dict(job.shared_policy.state_dict())
-
-        # Collect n_steps transitions per env; the buffer computes returns and GAE advantages
-        steps = collector.collect()
-        with job.global_step_counter.get_lock():
-            job.global_step_counter.value += steps_per_update
-
-        # Loss, gradient, and the shared optimizer's step (or the step of all workers' mean gradient)
-        learning_rate = config.lr_schedule(job.progress_remaining())
-        if job.gradient_exchange is None:
-            metrics = apply_update(
-                local_policy, collector.rollout_buffer, config.update, learning_rate, job.shared_policy, job.update_lock
-            )
-        else:
-            synchronous_metrics = apply_synchronous_update(
-                local_policy,
-                job.shared_policy,
-                collector.rollout_buffer,
-                config.update,
-                learning_rate,
-                job.update_lock,
-                exchange=job.gradient_exchange,
-                rank=rank,
-                update_number=job.rollouts_done[rank] + 1,
-                stop_requested=job.stop_event.is_set,
-            )
-            if synchronous_metrics is None:
-                break  # stopped while waiting for the other workers
-            metrics = synchronous_metrics
-        job.rollouts_done[rank] += 1
-
-        send_report(
-            RolloutReport(
-                worker_rank=rank,
-                n_steps=steps_per_update,
-                metrics=metrics,
-                steps=steps,
-                normalization_stats=_normalization_stats(env) if rank == 0 else None,
-            )
-        )
-
-    send_report(_export_envs(rank, env, collector))
-
-
-def _export_envs(rank: int, env: VecEnv, collector: RolloutCollector) -> WorkerEnvs:
-    """The worker's envs and where their episodes stand, for the main process (or why they cannot travel)."""
-    try:
-        return WorkerEnvs(rank, export_worker_env(env, collector.state()))
-    except Exception:
-        return WorkerEnvs(rank, None, traceback.format_exc(limit=-1))
-
-
-def _normalization_stats(env: VecEnv) -> tuple | None:
-    """The running statistics of ``env``'s VecNormalize, mirrored to the main process's VecNormalize."""
-    vec_normalize = unwrap_vec_normalize(env)
-    if vec_normalize is None:
-        return None
-    return copy.deepcopy((vec_normalize.obs_rms, vec_normalize.ret_rms))

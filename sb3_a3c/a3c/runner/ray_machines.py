@@ -35,13 +35,13 @@ import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_a3c.a3c.actor_learner import ActorLearnerJob, RunSettings, WorkerStart
-from sb3_a3c.a3c.backends import OneMachineBackend
 from sb3_a3c.a3c.config import A3CConfig
+from sb3_a3c.a3c.job import ActorLearnerJob, RunSettings, WorkerStart
 from sb3_a3c.a3c.messages import RolloutReport
-from sb3_a3c.a3c.parameter_sync import MachineParameters, add_delta, state_vector
+from sb3_a3c.a3c.runner.backends import OneMachineBackend
+from sb3_a3c.a3c.runner.parameter_sync import MachineParameters, add_delta, state_vector
+from sb3_a3c.a3c.runner.worker_pool import WorkerError
 from sb3_a3c.a3c.worker_envs import export_worker_env, import_worker_env, make_worker_env
-from sb3_a3c.a3c.worker_pool import WorkerError
 
 # Seconds a machine's sync waits for its workers' updates before answering anyway (keeps the main process responsive)
 SYNC_WAIT = 1.0
@@ -344,8 +344,8 @@ class RayBackend:
                 parameter_seconds = time.perf_counter() - applying
                 for report in result.reports:
                     report.worker_rank += machine.first_rank
-                    machine.steps += report.n_steps
-                    total_steps += report.n_steps
+                    machine.steps += report.env_steps
+                    total_steps += report.env_steps
                     yield report
                 if not result.finished:
                     sending = time.perf_counter()

@@ -1,6 +1,6 @@
 """
-Start, watch and stop worker processes. What a worker computes lives in ``actor_learner``; this module
-only knows processes, pipes and signals.
+Start, watch and stop worker processes. What a worker computes lives in ``sb3_a3c.a3c.worker``; this
+module only knows processes, pipes and signals.
 
 Workers are forked (not spawned): they inherit the shared model and the user's environments, which
 cannot be pickled. Each worker reports through its own pipe. A reader thread in the main process waits

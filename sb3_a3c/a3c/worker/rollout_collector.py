@@ -1,6 +1,5 @@
-"""Rollout collection for one A3C actor-learner, reusing SB3's and sb3-contrib's ``collect_rollouts``."""
+"""Rollout collection in an A3C worker, reusing SB3's and sb3-contrib's ``collect_rollouts``."""
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,8 +10,9 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_a3c.a3c.job import CollectorState
 from sb3_a3c.a3c.messages import RolloutSteps
-from sb3_a3c.a3c.step_locals import StepRecorder
+from sb3_a3c.a3c.worker.step_recorder import StepRecorder
 from sb3_a3c.common.buffers import initial_lstm_states, make_rollout_buffer
 
 # The attributes of ``self`` that SB3's ``OnPolicyAlgorithm.collect_rollouts`` and sb3-contrib's
@@ -33,15 +33,6 @@ COLLECT_ROLLOUTS_ATTRIBUTES = frozenset(
         "use_sde",
     }
 )
-
-
-@dataclass
-class CollectorState:
-    """Where a collector's envs stand between two rollouts, so that a later ``learn()`` can continue them."""
-
-    last_obs: Any
-    last_episode_starts: np.ndarray
-    last_lstm_states: Any = None
 
 
 class RolloutCollector:
