@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from stable_baselines3.common.callbacks import EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -36,7 +37,7 @@ class TimedEvalCallback(EvalCallback):
     ``log_path``) and adding up the seconds its evaluations take (kept out of the training clock).
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.curve: list[tuple[int, float]] = []
         self.eval_seconds = 0.0

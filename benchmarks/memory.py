@@ -28,7 +28,7 @@ gym.register_envs(ale_py)
 
 
 class StopAfter(BaseCallback):
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float) -> None:
         super().__init__()
         self.deadline = time.monotonic() + seconds
 

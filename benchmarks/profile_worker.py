@@ -4,9 +4,11 @@ Where an A3C worker's time goes, on Pong with the shipped Zoo entry: py-spy samp
 (env step, frame preprocessing, policy forward while acting, loss forward, backward, optimizer step,
 parameter sync, report to the main process, rollout buffer and GAE, LSTM sequences, other).
 
-    python benchmarks/profile_worker.py --steps 60000
+    python benchmarks/profile_worker.py --steps 40000
+    python benchmarks/profile_worker.py --raw RAW.txt    (summarize a py-spy raw file already recorded)
 
-Needs py-spy (``pip install py-spy``). Writes the category shares to JSON.
+Needs py-spy (``pip install py-spy``). Writes the category shares to ``benchmarks/results/a3c_worker_profile.json``
+(``--output``); py-spy's raw samples to the git-ignored ``benchmarks/runs/profile_worker/raw.txt``.
 """
 
 import argparse
@@ -15,7 +17,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 # (category, function names that put a stack in it), checked in this order: the first match wins,
@@ -46,7 +47,8 @@ def categorize(stack: str) -> str:
 
 
 def record(steps: int, rate: int) -> Path:
-    raw = Path(tempfile.mkdtemp(prefix="a3c_profile_")) / "raw.txt"
+    raw = Path(__file__).parent / "runs" / "profile_worker" / "raw.txt"
+    raw.parent.mkdir(parents=True, exist_ok=True)
     # py-spy installed in the venv is found without activating it
     py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
     if py_spy is None:
@@ -56,6 +58,7 @@ def record(steps: int, rate: int) -> Path:
         sys.executable, __file__, "--train", "--steps", str(steps),
     ]  # fmt: skip
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    print(f"wrote {raw}")
     return raw
 
 

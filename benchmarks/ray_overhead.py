@@ -32,13 +32,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from result_files import median_of_rounds, write_result
 from throughput import make_shipped_a3c
 
+from sb3_a3c import A3C
+
 VARIANTS = {"one_machine_without_ray": (None, None), "ray_1_learner": ("auto", 1), "ray_2_learners": ("auto", 2)}
 
 
 class RateAfterWarmup(BaseCallback):
     """Steps per second from the first on_step at or after ``warmup`` steps to the last one."""
 
-    def __init__(self, warmup: int):
+    def __init__(self, warmup: int) -> None:
         super().__init__()
         self.warmup = warmup
         self.start: tuple[float, int] | None = None
@@ -65,7 +67,7 @@ class SteadyStateCpu:
     thread of its own.
     """
 
-    def __init__(self, model, interval: float = 0.05):
+    def __init__(self, model: A3C, interval: float = 0.05) -> None:
         self.model = model
         self.interval = interval
         self.samples: list[tuple[float, float, int]] = []

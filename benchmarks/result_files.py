@@ -1,4 +1,8 @@
-"""Writing a benchmark's result file under benchmarks/results/."""
+"""
+What the benchmark scripts share: a result file under ``benchmarks/results/`` and rounds that alternate variants.
+
+    from result_files import alternating_rounds, median_of_rounds, rounds_parser, write_result
+"""
 
 import argparse
 import json

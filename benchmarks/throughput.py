@@ -1,47 +1,47 @@
 """
-Steps per second on PongNoFrameskip-v4 with SB3's Atari wrappers, measured side by side in one run.
+Steps per second on PongNoFrameskip-v4, measured side by side in one run: each variant trains for the same budget of
+env steps, one variant at a time, in ``--rounds`` rounds (every other round in reverse order); the table gives the
+median of the rounds and the ratio to SB3's A2C and to the env-only speed measured in the same run.
 
-Each entry runs for the same budget of environment steps, one after another (never two at once),
-and the whole sequence is repeated ``--rounds`` times; the table gives the median over rounds and the
-ratio to SB3's A2C measured in the same run.
+    python benchmarks/throughput.py --variants env_only a2c a3c a3c_cnn --steps 20000 --rounds 3
+    python benchmarks/throughput.py --variants a3c:n_envs=4 a3c a3c:n_envs=16 --output /tmp/envs_per_worker.json
+    python benchmarks/throughput.py --variants a3c:n_workers=4 a3c_cnn --dry-run
 
-    python benchmarks/throughput.py --entries a2c sync_a2c --steps 20000 --rounds 3
-
-Entries:
-  env_only   random actions in as many processes as the shipped A3C entry has workers, with SB3's
-             AtariWrapper (no learning): the reference speed of the machine (84x84 frames, as the
-             reference of 4600 steps/s in docs/benchmarks.md was measured)
+Variants:
+  env_only   random actions in as many processes as the shipped A3C entry has workers, with SB3's AtariWrapper
+             (84x84 frames), no learning: the machine's speed (the reference machine: 4600 steps/s)
   a2c        SB3 A2C with the RL Zoo's Atari hyperparameters (16 envs, CnnPolicy, frame stack 4)
   sync_a2c   SyncA2C with the same network, envs and hyperparameters as ``a2c``
-  a3c        A3C with the shipped ``hyperparams/a3c.yml`` entry for PongNoFrameskip-v4 (envs, wrappers,
-             policy, workers and hyperparameters, built as the RL Zoo builds them): the LSTM agent
-  a3c_cnn    the same with the shipped ``hyperparams/a3c_cnn.yml`` entry (``--algo a3c_cnn``: feed-forward
-             network on 4 stacked frames, synchronous updates)
+  a3c        A3C with the shipped ``hyperparams/a3c.yml`` Atari entry (envs, wrappers, policy, workers and
+             hyperparameters, built as the RL Zoo builds them): the A3C-LSTM agent
+  a3c_cnn    the same with the shipped ``hyperparams/a3c_cnn.yml`` Atari entry (feed-forward, 4 stacked frames)
+  a3c:KEY=VALUE,...  an A3C variant with the entry's values replaced, as the Zoo's ``--hyperparams`` does
+             (``n_envs``, ``n_workers``, ``n_steps``, ``policy``, ...); also ``a3c_cnn:KEY=VALUE,...``
 """
 
-import argparse
+import ast
 import importlib.resources
 import multiprocessing
 import os
 import platform
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import ale_py
 import gymnasium as gym
 import torch as th
 import yaml
-from result_files import median_of_rounds, write_result
+from result_files import alternating_rounds, median_of_rounds, rounds_parser, write_result
 from rl_zoo3.utils import get_wrapper_class, linear_schedule
 from stable_baselines3 import A2C
 from stable_baselines3.common.atari_wrappers import AtariWrapper
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecFrameStack
 
-from sb3_a3c import A3C, SyncA2C
+from sb3_a3c import A3C, RMSpropFromOne, SyncA2C
 
 gym.register_envs(ale_py)
 ENV_ID = "PongNoFrameskip-v4"
@@ -51,8 +51,6 @@ ZOO_A2C_ATARI = dict(
     vf_coef=0.25,
     policy_kwargs=dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5)),
 )
-
-
 # Keys of a Zoo entry that describe the env or the budget rather than the model
 ZOO_ENV_KEYS = ("env_wrapper", "frame_stack", "n_envs", "n_timesteps", "policy")
 
@@ -94,14 +92,62 @@ def time_in_worker_processes(target: Callable[..., None], args_by_rank: list[tup
 
 
 def env_only(steps: int) -> float:
-    """Random actions in one process per A3C worker, `steps` steps in all; returns wall-clock seconds."""
+    """Random actions in one process per A3C worker, ``steps`` steps in all; returns wall-clock seconds."""
     entry = shipped_a3c_entry()
     workers = entry.get("n_workers") or entry["n_envs"]
-    args_by_rank = [(steps // workers, rank) for rank in range(workers)]
-    return time_in_worker_processes(_random_stepping, args_by_rank)
+    return time_in_worker_processes(_random_stepping, [(steps // workers, rank) for rank in range(workers)])
 
 
-def _timed_learn(model, steps: int) -> float:
+def make_shipped_a3c(seed: int = 0, algo: str = "a3c", **overrides: Any) -> A3C:
+    """
+    A3C on Pong with the shipped Zoo entry: its envs, wrappers, policy, workers and hyperparameters.
+
+    :param seed: seed of the envs and the model
+    :param algo: the Zoo name whose hyperparameter file holds the entry ("a3c" or "a3c_cnn")
+    :param overrides: values to use instead of the entry's, as ``--hyperparams`` on the Zoo command (``n_envs`` and
+        ``policy`` included)
+    """
+    entry = {**shipped_a3c_entry(algo), **overrides}
+    env = make_vec_env(ENV_ID, n_envs=entry["n_envs"], seed=seed, wrapper_class=get_wrapper_class(entry))
+    if entry.get("frame_stack"):
+        env = VecFrameStack(env, n_stack=entry["frame_stack"])
+    hyperparameters = {key: value for key, value in entry.items() if key not in ZOO_ENV_KEYS}
+    for key, value in hyperparameters.items():
+        if isinstance(value, str) and value.startswith("lin_"):
+            hyperparameters[key] = linear_schedule(float(value.removeprefix("lin_")))
+    if isinstance(hyperparameters.get("policy_kwargs"), str):
+        # As the Zoo evaluates it (in rl_zoo3.exp_manager's namespace, where sb3-a3c adds RMSpropFromOne)
+        names = {"th": th, "nn": th.nn, "RMSpropTFLike": RMSpropTFLike, "RMSpropFromOne": RMSpropFromOne}
+        hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"], names)
+    return A3C(entry["policy"], env, seed=seed, **hyperparameters)
+
+
+def parse_variant(variant: str) -> tuple[str, dict[str, Any]]:
+    """``NAME`` or ``NAME:KEY=VALUE,...`` -> (NAME, overrides); values are Python literals, else strings."""
+    name, _, assignments = variant.partition(":")
+    overrides: dict[str, Any] = {}
+    for assignment in filter(None, assignments.split(",")):
+        key, _, text = assignment.partition("=")
+        try:
+            overrides[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            overrides[key] = text
+    if name not in RUNNERS or (overrides and name not in ("a3c", "a3c_cnn")):
+        raise ValueError(f"unknown variant {variant!r}: {', '.join(RUNNERS)}, or a3c/a3c_cnn with :KEY=VALUE,...")
+    return name, overrides
+
+
+def build(name: str, overrides: dict[str, Any]) -> None:
+    """Build a variant's model (its envs and policy) without stepping it: what ``--dry-run`` checks."""
+    if name == "a2c":
+        A2C("CnnPolicy", VecFrameStack(make_atari_env(ENV_ID, n_envs=16, seed=0), n_stack=4), **ZOO_A2C_ATARI)
+    elif name == "sync_a2c":
+        SyncA2C("CnnPolicy", VecFrameStack(make_atari_env(ENV_ID, n_envs=16, seed=0), n_stack=4), **ZOO_A2C_ATARI)
+    elif name in ("a3c", "a3c_cnn"):
+        make_shipped_a3c(algo=name, **overrides)
+
+
+def _timed_learn(model: BaseAlgorithm, steps: int) -> float:
     start = time.perf_counter()
     model.learn(steps)
     return time.perf_counter() - start
@@ -117,78 +163,66 @@ def sync_a2c(steps: int) -> float:
     return _timed_learn(SyncA2C("CnnPolicy", env, device="cpu", seed=0, **ZOO_A2C_ATARI), steps)
 
 
-def make_shipped_a3c(seed: int = 0, policy: str | None = None, algo: str = "a3c", **overrides: Any) -> A3C:
-    """
-    A3C on Pong with the shipped Zoo entry: its envs, wrappers, policy, workers and hyperparameters.
-
-    :param seed: seed of the envs and the model
-    :param policy: a policy to use instead of the entry's (all else unchanged)
-    :param algo: the Zoo name whose hyperparameter file holds the entry ("a3c" or "a3c_cnn")
-    :param overrides: A3C arguments to use instead of the entry's (as ``--hyperparams`` on the Zoo command)
-    """
-    entry = shipped_a3c_entry(algo)
-    env = make_vec_env(ENV_ID, n_envs=entry["n_envs"], seed=seed, wrapper_class=get_wrapper_class(entry))
-    if entry.get("frame_stack"):
-        env = VecFrameStack(env, n_stack=entry["frame_stack"])
-    hyperparameters = {key: value for key, value in entry.items() if key not in ZOO_ENV_KEYS}
-    for key, value in hyperparameters.items():
-        if isinstance(value, str) and value.startswith("lin_"):
-            hyperparameters[key] = linear_schedule(float(value.removeprefix("lin_")))
-    if isinstance(hyperparameters.get("policy_kwargs"), str):
-        hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"])  # as the Zoo does
-    hyperparameters.update(overrides)
-    return A3C(policy or entry["policy"], env, seed=seed, **hyperparameters)
-
-
-def a3c(steps: int, algo: str = "a3c") -> float:
-    model = make_shipped_a3c(algo=algo)
+def a3c(steps: int, algo: str = "a3c", **overrides: Any) -> float:
+    model = make_shipped_a3c(algo=algo, **overrides)
     model.learn(500)  # fork and first allocations are not counted
     return _timed_learn(model, steps)
 
 
-def a3c_cnn(steps: int) -> float:
-    return a3c(steps, algo="a3c_cnn")
+def a3c_cnn(steps: int, **overrides: Any) -> float:
+    return a3c(steps, algo="a3c_cnn", **overrides)
+
+
+RUNNERS: dict[str, Callable[..., float]] = {
+    "env_only": env_only,
+    "a2c": a2c,
+    "sync_a2c": sync_a2c,
+    "a3c": a3c,
+    "a3c_cnn": a3c_cnn,
+}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--entries", nargs="+", default=["env_only", "a2c", "sync_a2c", "a3c"])
+    parser = rounds_parser(__doc__, "throughput")
+    parser.add_argument("--variants", nargs="+", default=["env_only", "a2c", "a3c", "a3c_cnn"])
     parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "throughput.json")
+    parser.add_argument("--dry-run", action="store_true", help="build each variant's model, step nothing, write nothing")
     args = parser.parse_args()
+    try:
+        variants = {variant: parse_variant(variant) for variant in args.variants}
+    except ValueError as error:
+        parser.error(str(error))
+    if args.dry_run:
+        for variant, (name, overrides) in variants.items():
+            build(name, overrides)
+            print(f"{variant}: built")
+        return
 
-    runners: dict[str, Callable[[int], float]] = {
-        "env_only": env_only,
-        "a2c": a2c,
-        "sync_a2c": sync_a2c,
-        "a3c": a3c,
-        "a3c_cnn": a3c_cnn,
-    }
-    rates: dict[str, list[float]] = {entry: [] for entry in args.entries}
-    for round_index in range(args.rounds):
-        for entry in args.entries:
-            seconds = runners[entry](args.steps)
-            rates[entry].append(args.steps / seconds)
-            print(f"round {round_index + 1}: {entry:<9} {args.steps / seconds:8.1f} steps/s", flush=True)
+    rates: dict[str, list[float]] = {variant: [] for variant in variants}
+    for round_index, variant in alternating_rounds(list(variants), args.rounds):
+        name, overrides = variants[variant]
+        rates[variant].append(args.steps / RUNNERS[name](args.steps, **overrides))
+        print(f"round {round_index + 1}: {variant:<24} {rates[variant][-1]:8.1f} steps/s", flush=True)
 
     medians = median_of_rounds(rates)
-    print(f"\n{'entry':<10} {'steps/s':>9} {'vs a2c':>7} {'vs env':>7}   (median of {args.rounds} rounds)")
-    for entry, median in medians.items():
+    print(f"\n{'variant':<24} {'steps/s':>9} {'vs a2c':>7} {'vs env':>7}   (median of {args.rounds} rounds)")
+    for variant, median in medians.items():
         vs_a2c = f"{median / medians['a2c']:.2f}" if "a2c" in medians else "-"
         vs_env = f"{median / medians['env_only']:.2f}" if "env_only" in medians else "-"
-        print(f"{entry:<10} {median:9.1f} {vs_a2c:>7} {vs_env:>7}")
-
-    result = {
-        "command": "python benchmarks/throughput.py " + " ".join(f"{k}={v}" for k, v in vars(args).items() if k != "output"),
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(), "torch": th.__version__},
-        "steps_per_entry": args.steps,
-        "a3c_entry": shipped_a3c_entry(),
-        **({"a3c_cnn_entry": shipped_a3c_entry("a3c_cnn")} if "a3c_cnn" in args.entries else {}),
-        "rounds": rates,
-        "median_steps_per_second": medians,
-    }
-    write_result(args.output, result)
+        print(f"{variant:<24} {median:9.1f} {vs_a2c:>7} {vs_env:>7}")
+    write_result(
+        args.output,
+        {
+            "command": f"python benchmarks/throughput.py --variants {' '.join(args.variants)} --steps {args.steps}"
+            f" --rounds {args.rounds}",
+            "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(), "torch": th.__version__},
+            "steps_per_variant": args.steps,
+            "a3c_entry": shipped_a3c_entry(),
+            "a3c_cnn_entry": shipped_a3c_entry("a3c_cnn"),
+            "rounds": rates,
+            "median_steps_per_second": medians,
+        },
+    )
 
 
 if __name__ == "__main__":
