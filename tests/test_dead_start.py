@@ -9,6 +9,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import rl_zoo3.exp_manager
 import torch as th
 import yaml
 from rl_zoo3.utils import get_wrapper_class
@@ -40,15 +41,18 @@ def make_atari_env_as_the_zoo(entry: dict, n_envs: int, seed: int) -> VecEnv:
     return env
 
 
-def shipped_atari_entry(algo: str) -> dict:
-    return yaml.load(Path(hyperparams_path(algo)).read_text(), Loader=yaml.UnsafeLoader)["atari"]
+def shipped_atari_entry(algo: str, entry_name: str = "atari") -> dict:
+    return yaml.load(Path(hyperparams_path(algo)).read_text(), Loader=yaml.UnsafeLoader)[entry_name]
 
 
 def shipped_atari_model(algo: str, entry: dict, n_envs: int, seed: int) -> OnPolicyAlgorithm:
-    """The shipped "atari" ``entry`` of ``algo`` with ``n_envs`` envs (and at most as many workers)."""
+    """The shipped Atari ``entry`` of ``algo`` with ``n_envs`` envs (and at most as many workers)."""
     hyperparameters = {key: value for key, value in entry.items() if key not in ZOO_ENV_KEYS}
     if "n_workers" in hyperparameters:
         hyperparameters["n_workers"] = min(hyperparameters["n_workers"], n_envs)
+    if isinstance(hyperparameters.get("policy_kwargs"), str):
+        # As the Zoo reads it: evaluated in rl_zoo3.exp_manager's namespace
+        hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"], vars(rl_zoo3.exp_manager))
     algorithm_class = {A3C.__name__: A3C, SyncA2C.__name__: SyncA2C}[ZOO_ALGORITHMS[algo][1]]
     return algorithm_class(entry["policy"], make_atari_env_as_the_zoo(entry, n_envs, seed), seed=seed, **hyperparameters)
 
@@ -85,23 +89,45 @@ def active_unit_share(latents: th.Tensor) -> float:
     return (latents != 0).any(dim=0).float().mean().item()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("algo, n_updates", [("a3c", 200), ("a3c_cnn", 300), ("sync_a2c", 300)])
-def test_atari_entry_keeps_its_features_alive_in_its_first_updates(algo, n_updates):
-    seed = 3
-    entry = shipped_atari_entry(algo)
-    model = shipped_atari_model(algo, entry, n_envs=4, seed=seed)
+def active_shares_before_and_after(model: OnPolicyAlgorithm, entry: dict, n_updates: int, seed: int) -> tuple:
+    """The share of active units on fixed frames of random play before and after ``n_updates``, and the policy's
+    action probabilities on them after."""
     frames = random_play_frames(make_atari_env_as_the_zoo(entry, n_envs=4, seed=seed + 1), n_steps=64)
     latents_at_start, _ = latents_and_action_probabilities(model.policy, frames)
-
     model.learn(n_updates * model.n_steps * model.n_envs)
-
     latents, probabilities = latents_and_action_probabilities(model.policy, frames)
+    return active_unit_share(latents_at_start), active_unit_share(latents), latents, probabilities
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "algo, entry_name, n_updates",
+    [("a3c", "atari", 200), ("a3c", "BreakoutNoFrameskip-v4", 300), ("a3c_cnn", "atari", 300), ("sync_a2c", "atari", 300)],
+)
+def test_atari_entry_keeps_its_features_alive_in_its_first_updates(algo, entry_name, n_updates):
+    seed = 3
+    entry = shipped_atari_entry(algo, entry_name)
+    model = shipped_atari_model(algo, entry, n_envs=4, seed=seed)
+    share_at_start, share, latents, probabilities = active_shares_before_and_after(model, entry, n_updates, seed)
     assert latents.abs().sum() > 0, "every feature is zero on every frame"
-    assert active_unit_share(latents) >= 0.8 * active_unit_share(latents_at_start), (
-        f"{algo}: {active_unit_share(latents):.2f} of the units active after {n_updates} updates, "
-        f"{active_unit_share(latents_at_start):.2f} at the start"
+    assert share >= 0.8 * share_at_start, (
+        f"{algo} {entry_name}: {share:.2f} of the units active after {n_updates} updates, {share_at_start:.2f} at the start"
     )
     assert (probabilities.max(dim=0).values - probabilities.min(dim=0).values).max() > 1e-4, (
         "the policy gives every frame the same action distribution"
+    )
+
+
+@pytest.mark.slow
+def test_without_its_optimizer_the_feed_forward_atari_entry_loses_its_units():
+    """What the entries' ``optimizer_class`` protects against: with torch's RMSprop (SB3's default) in its place,
+    ``sync_a2c``'s entry switches off most of its units in its first updates (the check above would fail)."""
+    seed = 3
+    entry = dict(shipped_atari_entry("sync_a2c"))
+    assert "RMSpropFromOne" in entry.pop("policy_kwargs")
+    model = shipped_atari_model("sync_a2c", entry, n_envs=4, seed=seed)
+    assert type(model.policy.optimizer) is th.optim.RMSprop
+    share_at_start, share, _, _ = active_shares_before_and_after(model, entry, n_updates=300, seed=seed)
+    assert share < 0.8 * share_at_start, (
+        f"{share:.2f} of the units active after 300 updates, {share_at_start:.2f} at the start"
     )

@@ -172,6 +172,52 @@ def test_optimize_trial_builds_its_sampled_optimizer_and_learning_rate_schedule(
     assert model.lr_schedule(0.5) == pytest.approx(1e-3)
 
 
+def stored_study(path: Path, trials: list[dict]) -> None:
+    """An Optuna study in a journal file, holding ``trials`` (the samplers' parameters) as finished trials."""
+    distributions = {
+        "n_steps": optuna.distributions.CategoricalDistribution([5, 8, 10, 16, 20, 32, 64, 128]),
+        "one_minus_gamma": optuna.distributions.FloatDistribution(0.0001, 0.03, log=True),
+        "one_minus_gae_lambda": optuna.distributions.FloatDistribution(0.0001, 0.1, log=True),
+        "learning_rate": optuna.distributions.FloatDistribution(1e-5, 0.003, log=True),
+        "lr_schedule": optuna.distributions.CategoricalDistribution(["linear", "constant"]),
+        "ent_coef": optuna.distributions.FloatDistribution(0.00000001, 0.1, log=True),
+        "max_grad_norm": optuna.distributions.FloatDistribution(0.3, 5),
+        "net_arch": optuna.distributions.CategoricalDistribution(["small", "medium"]),
+        "activation_fn": optuna.distributions.CategoricalDistribution(["tanh", "relu"]),
+        "optimizer": optuna.distributions.CategoricalDistribution(["rmsprop_from_one", "rmsprop"]),
+    }
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+    study = optuna.create_study(study_name="stored", storage=storage, direction="maximize")
+    for value, params in enumerate(trials):
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=distributions, value=float(value)))
+
+
+@pytest.mark.parametrize("algo", ["a3c", "sync_a2c"])
+def test_zoo_trains_every_stored_trial_with_trial_id(tmp_path, algo):
+    """``--trial-id`` through the Zoo's command line, for a trial with a linear and one with a constant rate."""
+    common = dict(one_minus_gamma=0.01, one_minus_gae_lambda=0.05, ent_coef=0.01, max_grad_norm=0.5)
+    trials = [
+        dict(common, n_steps=8, learning_rate=1e-3, lr_schedule="linear", net_arch="small", activation_fn="tanh",
+             optimizer="rmsprop"),
+        dict(common, n_steps=16, learning_rate=2e-4, lr_schedule="constant", net_arch="medium", activation_fn="relu",
+             optimizer="rmsprop_from_one"),
+    ]  # fmt: skip
+    stored_study(tmp_path / "study.log", trials)
+    for trial_id, params in enumerate(trials):
+        zoo("train", algo, "-n", "400", "--storage", "study.log", "--study-name", "stored", "--trial-id", str(trial_id),
+            cwd=tmp_path)  # fmt: skip
+        run_folder = tmp_path / "logs" / algo / f"CartPole-v1_{trial_id + 1}"
+        config = saved_config(run_folder)
+        expected_rate = f"lin_{params['learning_rate']}" if params["lr_schedule"] == "linear" else params["learning_rate"]
+        assert (config["n_steps"], config["learning_rate"]) == (params["n_steps"], expected_rate)
+        model = {"a3c": A3C, "sync_a2c": SyncA2C}[algo].load(run_folder / "CartPole-v1.zip", device="cpu")
+        assert model.n_steps == params["n_steps"]
+        expected_at_half = params["learning_rate"] * (0.5 if params["lr_schedule"] == "linear" else 1.0)
+        assert model.lr_schedule(0.5) == pytest.approx(expected_at_half)
+        assert isinstance(model.policy.optimizer, th.optim.RMSprop)
+        assert isinstance(model.policy.optimizer, RMSpropFromOne) == (params["optimizer"] == "rmsprop_from_one")
+
+
 def test_wheel_install_registers_with_the_zoo(tmp_path):
     """A regular (non-editable) install: the wheel carries the .pth hook and the YAML files, and they work."""
     run(

@@ -1,24 +1,29 @@
 """Optuna samplers for ``python -m rl_zoo3.train --algo a3c|sync_a2c -optimize``, in rl_zoo3's style."""
 
+import copy
 from typing import Any
 
 import optuna
 import torch as th
 from rl_zoo3.utils import linear_schedule
 
-# The optimizer a trial builds (``policy_kwargs``): our default, or torch's RMSprop with SB3 A2C's settings, which
-# suits small MLPs better (docs/benchmarks.md, "Zoo entries against SB3's A2C")
+from sb3_a3c.common.optimizers import RMSpropFromOne
+
+RMSPROP_SETTINGS = dict(alpha=0.99, eps=1e-5, weight_decay=0)
+# The optimizer a trial builds (``policy_kwargs``), with SB3 A2C's RMSprop settings: torch's RMSprop, or
+# ``RMSpropFromOne`` (its average of squared gradients started at one)
 OPTIMIZERS: dict[str, dict[str, Any]] = {
-    "rmsprop_from_one": {},
-    "rmsprop": dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=dict(alpha=0.99, eps=1e-5, weight_decay=0)),
+    "rmsprop_from_one": dict(optimizer_class=RMSpropFromOne, optimizer_kwargs=RMSPROP_SETTINGS),
+    "rmsprop": dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=RMSPROP_SETTINGS),
 }
 
 
 def convert_actor_critic_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
     """
-    The hyperparameters of a trial's sampled values: rl_zoo3's ``convert_onpolicy_params``, plus the optimizer
-    (``optimizer``) and the learning-rate schedule (``lr_schedule``). The Zoo also converts a stored trial's
-    values with it (``--trial-id``).
+    The hyperparameters of a trial's sampled values, as a Zoo YAML entry gives them: rl_zoo3's
+    ``convert_onpolicy_params``, plus the optimizer (``optimizer``) and the learning-rate schedule
+    (``lr_schedule``: a linear rate is the Zoo's ``"lin_<initial value>"`` string). The Zoo converts a stored
+    trial's values with it (``--trial-id``) and then turns the string into a schedule, as it does for its YAML files.
     """
     # Imported here: importing rl_zoo3.hyperparams_opt registers this module's samplers (sb3_a3c.zoo.startup)
     from rl_zoo3.hyperparams_opt import convert_onpolicy_params
@@ -27,9 +32,9 @@ def convert_actor_critic_params(sampled_params: dict[str, Any]) -> dict[str, Any
     optimizer = sampled_params.pop("optimizer", "rmsprop_from_one")
     lr_schedule = sampled_params.pop("lr_schedule", "constant")
     hyperparams = convert_onpolicy_params(sampled_params)
-    hyperparams["policy_kwargs"].update(OPTIMIZERS[optimizer])
+    hyperparams["policy_kwargs"].update(copy.deepcopy(OPTIMIZERS[optimizer]))
     if lr_schedule == "linear":
-        hyperparams["learning_rate"] = linear_schedule(hyperparams["learning_rate"])
+        hyperparams["learning_rate"] = f"lin_{hyperparams['learning_rate']}"
     return hyperparams
 
 
@@ -49,7 +54,11 @@ def _sample_actor_critic_params(trial: optuna.Trial, n_steps_choices: list[int])
     }
     # Display true values
     trial.set_user_attr("gamma", 1 - sampled_params["one_minus_gamma"])
-    return convert_actor_critic_params(sampled_params)
+    hyperparams = convert_actor_critic_params(sampled_params)
+    # A trial's model is built from these values directly, without the Zoo's conversion of "lin_<value>"
+    if isinstance(hyperparams["learning_rate"], str):
+        hyperparams["learning_rate"] = linear_schedule(float(hyperparams["learning_rate"].removeprefix("lin_")))
+    return hyperparams
 
 
 def sample_a3c_params(trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict) -> dict[str, Any]:

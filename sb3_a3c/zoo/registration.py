@@ -64,8 +64,20 @@ def register_algorithms(utils: ModuleType) -> None:
         utils.ALGOS.setdefault(algo, _algorithm_class(algo))
 
 
+class _TrialIndex(int):
+    """A trial index that is true even when it is 0."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
 def use_our_hyperparameter_files(exp_manager: ModuleType) -> None:
-    """Without ``-conf``, the Zoo reads ``rl_zoo3/hyperparams/{algo}.yml``; ours live in sb3-a3c."""
+    """
+    Without ``-conf``, the Zoo reads ``rl_zoo3/hyperparams/{algo}.yml``; ours live in sb3-a3c. A YAML entry's
+    ``policy_kwargs`` may name ``RMSpropFromOne`` (our Atari entries do), as the Zoo's name ``RMSpropTFLike``.
+    Also, for every algorithm: ``--trial-id 0`` loads the study's first trial (rl_zoo3 tests ``if self.trial_id``,
+    which ignored trial 0 and trained the YAML entry instead).
+    """
     manager_class = exp_manager.ExperimentManager
     if getattr(manager_class.__init__, "_sb3_a3c_patched", False):
         return
@@ -78,9 +90,15 @@ def use_our_hyperparameter_files(exp_manager: ModuleType) -> None:
         arguments = signature.bind(self, *args, **kwargs).arguments
         if self.algo in ZOO_ALGORITHMS and not arguments.get("config"):
             self.config = hyperparams_path(self.algo)
+        if getattr(self, "trial_id", None) == 0:
+            self.trial_id = _TrialIndex(0)
 
     __init__._sb3_a3c_patched = True  # type: ignore[attr-defined]
     manager_class.__init__ = __init__
+    # The Zoo evaluates a YAML entry's policy_kwargs in this module's namespace (RMSpropTFLike is there already)
+    from sb3_a3c.common.optimizers import RMSpropFromOne
+
+    exp_manager.RMSpropFromOne = RMSpropFromOne
 
 
 def register_samplers(hyperparams_opt: ModuleType) -> None:
