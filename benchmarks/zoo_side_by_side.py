@@ -36,6 +36,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import textwrap
 import time
 import zipfile
 from pathlib import Path
@@ -370,7 +371,7 @@ def table(args: argparse.Namespace) -> None:
             print(f"| {env_id} | not measured | | | | | | | {PUBLISHED_A2C[env_id]:.1f} |")
         shown += env_runs
     print()
-    print(measured_on(shown))
+    print(textwrap.fill(measured_on(shown), width=120))
 
 
 def plot(args: argparse.Namespace) -> None:
