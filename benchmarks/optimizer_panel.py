@@ -11,10 +11,11 @@ uses gSDE (``use_sde=True``), as the Zoo runs it. Each run goes in its own proce
     python benchmarks/optimizer_panel.py mlp --envs CartPole-v1 --optimizers rmsprop adam --seeds 0
 
 ``dead-start``: SyncA2C (one process, repeatable) trains ``a3c_cnn.yml``'s feed-forward Atari network
-(``SmallCnnTwoHeadPolicy``: two convolutions, separate 256-unit ReLU heads) on Pong, 16 envs x 5 steps, SB3
-A2C's other defaults, with each optimizer; every ``--interval`` steps it records the share of each head's units
-that are zero on every frame of a fixed probe set (480 frames of random play) and the policy's mean entropy on
-them (ln 6 = 1.792: uniform). A unit zero on all frames gets no gradient from them: a dead start.
+(``SmallCnnTwoHeadPolicy``: two convolutions, separate 256-unit ReLU heads) on Pong, 16 envs x 5 steps, the
+entry's ent_coef 0.01 and SB3 A2C's other defaults, with each optimizer; every ``--interval`` steps it records
+the share of each head's units that are zero on every frame of a fixed probe set (480 frames of random play) and
+the policy's mean entropy on them (ln 6 = 1.792: uniform). A unit zero on all frames gets no gradient from them:
+a dead start.
 
     python benchmarks/optimizer_panel.py dead-start --seeds 0 1 2 3 4 --steps 10000
 
@@ -79,7 +80,9 @@ def train_and_evaluate(env_id: str, optimizer: str, seed: int, steps: int) -> di
     eval_env = gym.make(env_id)
     eval_env.reset(seed=10_000 + seed)
     mean, std = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
-    return dict(env=env_id, optimizer=optimizer, seed=seed, steps=steps, minutes=round(minutes, 2), mean=float(mean), std=float(std))
+    return dict(
+        env=env_id, optimizer=optimizer, seed=seed, steps=steps, minutes=round(minutes, 2), mean=float(mean), std=float(std)
+    )
 
 
 def _run_in_process(queue: Any, *args: Any) -> None:
@@ -97,13 +100,13 @@ def run_mlp_panel(args: argparse.Namespace) -> None:
                 if (env_id, optimizer, seed) in done:
                     continue
                 queue = context.Queue()
-                process = context.Process(
-                    target=_run_in_process, args=(queue, env_id, optimizer, seed, PANEL_BUDGETS[env_id])
-                )
+                process = context.Process(target=_run_in_process, args=(queue, env_id, optimizer, seed, PANEL_BUDGETS[env_id]))
                 process.start()
                 row = queue.get()
                 process.join()
-                print(f"{env_id:<26} {optimizer:<9} seed {seed}: {row['mean']:9.1f} ± {row['std']:7.1f} ({row['minutes']} min)")
+                print(
+                    f"{env_id:<26} {optimizer:<9} seed {seed}: {row['mean']:9.1f} ± {row['std']:7.1f} ({row['minutes']} min)"
+                )
                 rows.append(row)
                 _write(output, "mlp", rows)
     print_mlp_table(rows)
@@ -118,7 +121,7 @@ def print_mlp_table(rows: list[dict[str, Any]]) -> None:
         cells = []
         for optimizer in OPTIMIZER_NAMES:
             scores = [row["mean"] for row in rows if row["env"] == env and row["optimizer"] == optimizer]
-            cells.append(f"{statistics.median(scores):.1f} ({len(scores)})" if scores else "–")
+            cells.append(f"{statistics.median(scores):.1f} ({len(scores)})" if scores else "-")
         print(f"| {env} | {PANEL_BUDGETS[env]:,} | " + " | ".join(cells) + " |")
 
 
@@ -137,7 +140,13 @@ def run_dead_start_probe(args: argparse.Namespace) -> None:
         for seed in args.seeds:
             env = VecTransposeImage(VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=16, seed=seed), n_stack=4))
             model = SyncA2C(
-                "SmallCnnTwoHeadPolicy", env, n_steps=5, seed=seed, device="cpu", policy_kwargs=optimizer_kwargs(optimizer)
+                "SmallCnnTwoHeadPolicy",
+                env,
+                n_steps=5,
+                ent_coef=0.01,
+                seed=seed,
+                device="cpu",
+                policy_kwargs=optimizer_kwargs(optimizer),
             )
             frames = _probe_frames(env)
             for done in range(0, args.steps + 1, args.interval):
@@ -145,9 +154,17 @@ def run_dead_start_probe(args: argparse.Namespace) -> None:
                     model.learn(args.interval, reset_num_timesteps=False)
                 dead_actor, dead_critic, entropy = _dead_shares_and_entropy(model.policy, frames)
                 rows.append(
-                    dict(optimizer=optimizer, seed=seed, steps=done, dead_actor=dead_actor, dead_critic=dead_critic, entropy=entropy)
+                    dict(
+                        optimizer=optimizer,
+                        seed=seed,
+                        steps=done,
+                        dead_actor=dead_actor,
+                        dead_critic=dead_critic,
+                        entropy=entropy,
+                    )
                 )
-                print(f"{optimizer:<9} seed {seed} {done:>7} steps: dead {dead_actor:.3f} (actor) {dead_critic:.3f} (critic), H {entropy}")
+                dead = f"dead {dead_actor:.3f} (actor) {dead_critic:.3f} (critic)"
+                print(f"{optimizer:<9} seed {seed} {done:>7} steps: {dead}, H {entropy}")
             _write(output, "dead-start", rows)
     for optimizer in args.optimizers:
         last = [row for row in rows if row["optimizer"] == optimizer and row["steps"] == args.steps]

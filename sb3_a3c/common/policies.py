@@ -16,6 +16,7 @@ from stable_baselines3.common.policies import (
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from sb3_a3c.common.lstm_acting import act_one_step, can_act_one_step, choose_actions, log_probabilities
 from sb3_a3c.common.torch_layers import (
     ClassicA3CConvolutions,
     NatureCnnConvolutions,
@@ -194,6 +195,10 @@ class A3CCnnLstmPolicy(RecurrentActorCriticPolicy):
     Unlike sb3-contrib's ``shared_lstm=True``, which detaches the critic from the LSTM, the value loss trains
     the LSTM and the convolutions too, as in the classic agent.
 
+    Acting (``forward`` without gradient, as a worker's rollout calls it) and ``predict`` move each env one
+    step with one LSTM cell step (``sb3_a3c.common.lstm_acting``), not sb3-contrib's sequence path; the results
+    are the same.
+
     Takes the arguments of sb3-contrib's ``CnnLstmPolicy``; the defaults of ``features_extractor_class``,
     ``net_arch`` (none), ``lstm_hidden_size`` and ``shared_lstm`` differ.
     """
@@ -217,6 +222,30 @@ class A3CCnnLstmPolicy(RecurrentActorCriticPolicy):
             enable_critic_lstm=enable_critic_lstm,
             **kwargs,
         )
+
+    def forward(
+        self, obs: th.Tensor, lstm_states: RNNStates, episode_starts: th.Tensor, deterministic: bool = False
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor, RNNStates]:
+        if not (self.shared_lstm and can_act_one_step(self, obs, lstm_states.pi)):
+            return super().forward(obs, lstm_states, episode_starts, deterministic)
+        # Acting, one step per env (a worker's rollout): one LSTM cell step and the heads
+        step = act_one_step(self, obs, lstm_states.pi, episode_starts)
+        actions = choose_actions(step.action_logits, deterministic)
+        values = self.value_net(self.mlp_extractor.forward_critic(step.latent))
+        return actions, values, log_probabilities(step.action_logits, actions), RNNStates(step.lstm_states, step.lstm_states)
+
+    def _predict(
+        self,
+        observation: th.Tensor,
+        lstm_states: tuple[th.Tensor, th.Tensor],
+        episode_starts: th.Tensor,
+        deterministic: bool = False,
+    ) -> tuple[th.Tensor, tuple[th.Tensor, ...]]:
+        if not can_act_one_step(self, observation, lstm_states):
+            return super()._predict(observation, lstm_states, episode_starts, deterministic)
+        # predict() (the Zoo's evaluation), one step per env
+        step = act_one_step(self, observation, lstm_states, episode_starts)
+        return choose_actions(step.action_logits, deterministic), step.lstm_states
 
     def evaluate_actions(
         self, obs: th.Tensor, actions: th.Tensor, lstm_states: RNNStates, episode_starts: th.Tensor
