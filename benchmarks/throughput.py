@@ -17,9 +17,15 @@ Variants:
   a3c_cnn    the same with the shipped ``hyperparams/a3c_cnn.yml`` Atari entry (feed-forward, 4 stacked frames)
   a3c:KEY=VALUE,...  an A3C variant with the entry's values replaced, as the Zoo's ``--hyperparams`` does
              (``n_envs``, ``n_workers``, ``n_steps``, ``policy``, ...); also ``a3c_cnn:KEY=VALUE,...``
+  evaluation the Zoo's evaluation of the ``a3c`` entry's policy, as its EvalCallback runs it in the main process:
+             ``model.predict`` one step at a time on one env (sampled actions, one torch thread), env steps included;
+             its steps/s are per second of the process's CPU time
+  evaluation_sequence_path  the same with sb3-contrib's ``_predict`` (the LSTM run as a sequence, a distribution
+             object per step) in place of the policy's one-step path
 """
 
 import ast
+import functools
 import importlib.resources
 import multiprocessing
 import os
@@ -30,10 +36,12 @@ from typing import Any
 
 import ale_py
 import gymnasium as gym
+import numpy as np
 import torch as th
 import yaml
 from result_files import alternating_rounds, median_of_rounds, rounds_parser, write_result
 from rl_zoo3.utils import get_wrapper_class, linear_schedule
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3 import A2C
 from stable_baselines3.common.atari_wrappers import AtariWrapper
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -173,12 +181,36 @@ def a3c_cnn(steps: int, **overrides: Any) -> float:
     return a3c(steps, algo="a3c_cnn", **overrides)
 
 
+def evaluation(steps: int, sequence_path: bool = False) -> float:
+    """``steps`` steps of the Zoo's evaluation of the shipped LSTM agent; returns the process's CPU seconds."""
+    model = make_shipped_a3c()
+    if sequence_path:
+        model.policy._predict = functools.partial(RecurrentActorCriticPolicy._predict, model.policy)
+    env = make_vec_env(ENV_ID, n_envs=1, seed=1, wrapper_class=get_wrapper_class(shipped_a3c_entry()))
+    threads = th.get_num_threads()
+    th.set_num_threads(1)
+    observation, state, episode_start = env.reset(), None, np.ones((1,), dtype=bool)
+    start = time.process_time()
+    for _ in range(steps):
+        action, state = model.predict(observation, state, episode_start, deterministic=False)
+        observation, _, episode_start, _ = env.step(action)
+    seconds = time.process_time() - start
+    th.set_num_threads(threads)
+    return seconds
+
+
+def evaluation_sequence_path(steps: int) -> float:
+    return evaluation(steps, sequence_path=True)
+
+
 RUNNERS: dict[str, Callable[..., float]] = {
     "env_only": env_only,
     "a2c": a2c,
     "sync_a2c": sync_a2c,
     "a3c": a3c,
     "a3c_cnn": a3c_cnn,
+    "evaluation": evaluation,
+    "evaluation_sequence_path": evaluation_sequence_path,
 }
 
 
