@@ -80,7 +80,7 @@ class SmallAtariCNN(_ConvolutionsThenDense):
     with 16 channels, a 4x4 stride-2 convolution with 32 channels, then a dense layer, all ReLU.
 
     On 84x84 frames it costs less than ``NatureCNN`` per sample, which matters on a CPU, where the
-    forward and backward passes otherwise cost more than the emulator step (docs/benchmarks.md).
+    forward and backward passes otherwise cost more than the emulator step.
 
     :param observation_space: channel-first image observations
     :param features_dim: units of the dense layer (the features given to the actor and critic heads)
@@ -110,8 +110,7 @@ class ClassicA3CCNN(_ConvolutionsThenDense):
     The convolutions of the classic A3C code (universe-starter-agent, pytorch-a3c) for 42x42 frames:
     four 3x3 convolutions of stride 2 with 32 channels and ELU, then a dense ReLU layer.
 
-    Slower than ``SmallAtariCNN`` per 42x42 frame (docs/benchmarks.md); use it with
-    ``policy_kwargs=dict(features_extractor_class=ClassicA3CCNN)``.
+    Use it with ``policy_kwargs=dict(features_extractor_class=ClassicA3CCNN)``.
 
     :param observation_space: channel-first image observations
     :param features_dim: units of the dense layer (the features given to the actor and critic heads)
