@@ -57,13 +57,7 @@ def apply_hogwild_update(
     # The shared parameters take the local gradient, and the shared optimizer steps
     for param, shared_param in zip(local_policy.parameters(), shared_policy.parameters()):
         shared_param.grad = param.grad
-    update_learning_rate(shared_policy.optimizer, learning_rate)
-    with update_lock:
-        shared_policy.optimizer.step()
-        # Running statistics (BatchNorm) that the local forward passes updated
-        for buffer, shared_buffer in zip(local_policy.buffers(), shared_policy.buffers()):
-            shared_buffer.copy_(buffer)
-    shared_policy.optimizer.zero_grad(set_to_none=True)
+    step_shared_optimizer(local_policy, shared_policy, learning_rate, update_lock)
     return metrics._replace(grad_norm=grad_norm)
 
 
@@ -105,16 +99,27 @@ def apply_synchronous_update(
         # The mean of the workers' gradients, clipped once, and one step of the shared optimizer
         exchange.set_mean_gradient(shared_policy)
         exchange.combined_grad_norm.value = clip_gradients(shared_policy, settings.max_grad_norm)
-        update_learning_rate(shared_policy.optimizer, learning_rate)
-        with update_lock:
-            shared_policy.optimizer.step()
-            for buffer, shared_buffer in zip(local_policy.buffers(), shared_policy.buffers()):
-                shared_buffer.copy_(buffer)
-        shared_policy.optimizer.zero_grad(set_to_none=True)
+        step_shared_optimizer(local_policy, shared_policy, learning_rate, update_lock)
         exchange.updates_applied.value = update_number
     elif not wait_until(lambda: exchange.updates_applied.value >= update_number, stop_requested):
         return None
     return metrics._replace(grad_norm=exchange.combined_grad_norm.value)
+
+
+def step_shared_optimizer(
+    local_policy: ActorCriticPolicy,
+    shared_policy: ActorCriticPolicy,
+    learning_rate: float,
+    update_lock: multiprocessing.synchronize.Lock,
+) -> None:
+    """Step the shared optimizer with the gradient in ``shared_policy``'s ``.grad``, under ``update_lock``."""
+    update_learning_rate(shared_policy.optimizer, learning_rate)
+    with update_lock:
+        shared_policy.optimizer.step()
+        # Running statistics (BatchNorm) that the local forward passes updated
+        for buffer, shared_buffer in zip(local_policy.buffers(), shared_policy.buffers()):
+            shared_buffer.copy_(buffer)
+    shared_policy.optimizer.zero_grad(set_to_none=True)
 
 
 def wait_until(condition: Callable[[], bool], stop_requested: Callable[[], bool], poll_interval: float = 0.0002) -> bool:
