@@ -166,10 +166,36 @@ def run_dead_start_probe(args: argparse.Namespace) -> None:
                 dead = f"dead {dead_actor:.3f} (actor) {dead_critic:.3f} (critic)"
                 print(f"{optimizer:<9} seed {seed} {done:>7} steps: {dead}, H {entropy}")
             _write(output, "dead-start", rows)
-    for optimizer in args.optimizers:
-        last = [row for row in rows if row["optimizer"] == optimizer and row["steps"] == args.steps]
-        dead = [row["seed"] for row in last if max(row["dead_actor"], row["dead_critic"]) >= 0.5]
-        print(f"{optimizer:<9} dead starts (half a head dead at {args.steps} steps): seeds {dead} of {len(last)}")
+    print_dead_start_table(rows)
+
+
+def print_dead_start_table(rows: list[dict[str, Any]]) -> None:
+    """
+    One markdown row per optimizer: the median share of dead units (actor / critic heads) at the start and at the
+    last step, and the seeds with a dead start: a head whose active units fall below 0.8 of the share active at the
+    start (the criterion of ``tests/test_dead_start.py``).
+    """
+    last_step = max(row["steps"] for row in rows)
+    print(f"| optimizer | dead units at the start (actor / critic) | after {last_step:,} steps | seeds with a dead start |")
+    print("|---|---|---|---|")
+    for optimizer in dict.fromkeys(row["optimizer"] for row in rows):
+        runs = [row for row in rows if row["optimizer"] == optimizer]
+        start = {row["seed"]: row for row in runs if row["steps"] == 0}
+        end = {row["seed"]: row for row in runs if row["steps"] == last_step}
+        dead = [
+            seed
+            for seed in end
+            if any(1 - end[seed][head] < 0.8 * (1 - start[seed][head]) for head in ("dead_actor", "dead_critic"))
+        ]
+
+        seeds = f" ({', '.join(map(str, dead))})" if dead else ""
+
+        def medians(by_seed: dict[int, dict[str, Any]]) -> str:
+            actor = statistics.median(row["dead_actor"] for row in by_seed.values())
+            critic = statistics.median(row["dead_critic"] for row in by_seed.values())
+            return f"{actor:.2f} / {critic:.2f}"
+
+        print(f"| {optimizer} | {medians(start)} | {medians(end)} | {len(dead)} of {len(end)}{seeds} |")
 
 
 def _probe_frames(env: Any, n_steps: int = 30) -> th.Tensor:
@@ -203,12 +229,15 @@ def main() -> None:
     dead_start = subcommands.add_parser("dead-start", help="the Atari dead-start probe (SyncA2C, feed-forward CNN)")
     dead_start.add_argument("--steps", type=int, default=10_000)
     dead_start.add_argument("--interval", type=int, default=2_000)
+    dead_start.add_argument("--table", action="store_true", help="print the table of --output and run nothing")
     for subcommand in (mlp, dead_start):
         subcommand.add_argument("--optimizers", nargs="+", default=list(OPTIMIZER_NAMES), choices=OPTIMIZER_NAMES)
         subcommand.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
         subcommand.add_argument("--output", type=Path, default=None, help="JSON file (runs already in it are kept)")
     args = parser.parse_args()
-    if args.panel == "dead-start":
+    if args.panel == "dead-start" and args.table:
+        print_dead_start_table(json.loads((args.output or RESULTS / "dead_start.json").read_text())["rows"])
+    elif args.panel == "dead-start":
         run_dead_start_probe(args)
     elif args.table:
         print_mlp_table(json.loads((args.output or RESULTS / "optimizer_panel.json").read_text())["rows"])
