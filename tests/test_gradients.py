@@ -130,8 +130,8 @@ def test_local_policy_does_not_share_memory_with_shared_policy():
 @pytest.mark.parametrize(
     "optimizer_class, shared_class, statistic, initial_value",
     [
-        (None, SharedRMSpropFromOne, "square_avg", 1.0),
-        (th.optim.RMSprop, SharedRMSprop, "square_avg", 0.0),
+        (None, SharedRMSprop, "square_avg", 0.0),
+        (RMSpropFromOne, SharedRMSpropFromOne, "square_avg", 1.0),
         (RMSpropTFLike, SharedRMSpropTFLike, "square_avg", 1.0),
         (th.optim.Adam, SharedAdam, "exp_avg_sq", 0.0),
         (th.optim.AdamW, SharedAdamW, "exp_avg_sq", 0.0),
@@ -175,11 +175,11 @@ def test_shared_optimizer_makes_the_same_updates_as_its_unshared_version(referen
         assert shared_optimizer.state[shared_param]["square_avg"].is_shared()
 
 
-def test_default_optimizer_is_shared_rmsprop_from_one_with_a2c_settings():
+def test_default_optimizer_is_shared_torch_rmsprop_with_a2c_settings():
     model = A3C("MlpPolicy", "CartPole-v1", n_envs=1, rms_prop_eps=1e-5)
     optimizer = model.policy.optimizer
-    assert isinstance(optimizer, SharedRMSpropFromOne)
-    assert all(th.equal(optimizer.state[param]["square_avg"], th.ones_like(param)) for param in model.policy.parameters())
+    assert type(optimizer) is SharedRMSprop
+    assert all(th.equal(optimizer.state[param]["square_avg"], th.zeros_like(param)) for param in model.policy.parameters())
     group = optimizer.param_groups[0]
     assert (group["alpha"], group["eps"], group["weight_decay"], group["lr"]) == (0.99, 1e-5, 0, 7e-4)
 

@@ -9,7 +9,7 @@ import pytest
 import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 
-from sb3_a3c import A3C, SharedRMSpropFromOne, SyncA2C
+from sb3_a3c import A3C, SharedRMSprop, SyncA2C
 
 
 def sample_observations(n: int = 16) -> np.ndarray:
@@ -30,7 +30,7 @@ def test_save_load_round_trip_keeps_parameters_actions_and_optimizer_state(tmp_p
     actions, _ = loaded.predict(observations, deterministic=True)
     np.testing.assert_array_equal(actions, expected_actions)
 
-    assert isinstance(loaded.policy.optimizer, SharedRMSpropFromOne)
+    assert type(loaded.policy.optimizer) is SharedRMSprop
     saved_state = model.policy.optimizer.state_dict()["state"]
     loaded_state = loaded.policy.optimizer.state_dict()["state"]
     assert saved_state.keys() == loaded_state.keys()

@@ -23,7 +23,6 @@ from sb3_a3c.a3c.shared_optimizers import SharedOptimizerMixin, shared_optimizer
 from sb3_a3c.a3c.validation import check_envs_divide_among_workers, check_fork_is_available, cpu_device
 from sb3_a3c.a3c.worker_envs import check_worker_env_support
 from sb3_a3c.common.loading import ClearLoadErrorsMixin
-from sb3_a3c.common.optimizers import RMSpropFromOne
 from sb3_a3c.common.policies import POLICY_ALIASES, build_policy, check_policy_kwargs, with_default_optimizer
 from sb3_a3c.common.train_logging import record_train_metrics
 from sb3_a3c.common.update import UpdateMetrics, UpdateSettings
@@ -84,8 +83,8 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         ``synchronous_updates``, of the workers' mean gradient)
     :param rms_prop_eps: RMSProp epsilon. It stabilizes square root computation in denominator
         of RMSProp update
-    :param use_rms_prop: Whether to use shared RMSprop (default: ``SharedRMSpropFromOne``, its running average started
-        at one, so that the first updates do not switch off ReLU units) or shared Adam as optimizer
+    :param use_rms_prop: Whether to use shared RMSprop with SB3 A2C's settings (default: ``SharedRMSprop``) or shared
+        Adam as optimizer (``policy_kwargs=dict(optimizer_class=...)`` chooses another one, made shared)
     :param use_sde: Whether to use generalized State Dependent Exploration (gSDE)
         instead of action noise exploration (default: False)
     :param sde_sample_freq: Sample a new noise matrix every n steps when using gSDE
@@ -249,7 +248,7 @@ class A3C(ClearLoadErrorsMixin, OnPolicyAlgorithm):
         ``policy_kwargs`` with the shared-memory version of the optimizer: RMSprop with SB3 A2C's settings by
         default, the user's ``optimizer_class`` otherwise (SB3's Adam with ``use_rms_prop=False``).
         """
-        policy_kwargs = with_default_optimizer(self.policy_kwargs, self.use_rms_prop, self.rms_prop_eps, RMSpropFromOne)
+        policy_kwargs = with_default_optimizer(self.policy_kwargs, self.use_rms_prop, self.rms_prop_eps)
         optimizer_class = policy_kwargs.get("optimizer_class", th.optim.Adam)
         if optimizer_class is th.optim.Adam:
             # SB3's policies add eps=1e-5 to Adam; keep that for its shared version

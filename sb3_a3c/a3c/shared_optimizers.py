@@ -54,8 +54,8 @@ class SharedRMSprop(SharedOptimizerMixin, th.optim.RMSprop):
 
 class SharedRMSpropFromOne(SharedOptimizerMixin, RMSpropFromOne):
     """
-    ``sb3_a3c.common.optimizers.RMSpropFromOne`` (A3C's default: the running average of squared gradients
-    starts at one) with its running averages in shared memory.
+    ``sb3_a3c.common.optimizers.RMSpropFromOne`` (the running average of squared gradients starts at one: the
+    shipped feed-forward Atari entries use it) with its running averages in shared memory.
 
     Takes the same arguments as ``torch.optim.RMSprop``.
     """
