@@ -17,6 +17,8 @@ Variants:
   a3c_cnn    the same with the shipped ``hyperparams/a3c_cnn.yml`` Atari entry (feed-forward, 4 stacked frames)
   a3c:KEY=VALUE,...  an A3C variant with the entry's values replaced, as the Zoo's ``--hyperparams`` does
              (``n_envs``, ``n_workers``, ``n_steps``, ``policy``, ...); also ``a3c_cnn:KEY=VALUE,...``
+  a3c_sequence_acting  ``a3c`` with the workers acting through sb3-contrib's ``forward`` (the LSTM run as a
+             sequence, a distribution object per step) in place of the policy's one-step path
   evaluation the Zoo's evaluation of the ``a3c`` entry's policy, as its EvalCallback runs it in the main process:
              ``model.predict`` one step at a time on one env (sampled actions, one torch thread), env steps included;
              its steps/s are per second of the process's CPU time
@@ -181,6 +183,19 @@ def a3c_cnn(steps: int, **overrides: Any) -> float:
     return a3c(steps, algo="a3c_cnn", **overrides)
 
 
+def a3c_sequence_acting(steps: int) -> float:
+    model = make_shipped_a3c()
+    # The forked workers' local policies are built from the same class: they act through sb3-contrib's path
+    policy_class = type(model.policy)
+    one_step_forward = policy_class.forward
+    policy_class.forward = RecurrentActorCriticPolicy.forward
+    try:
+        model.learn(500)
+        return _timed_learn(model, steps)
+    finally:
+        policy_class.forward = one_step_forward
+
+
 def evaluation(steps: int, sequence_path: bool = False) -> float:
     """``steps`` steps of the Zoo's evaluation of the shipped LSTM agent; returns the process's CPU seconds."""
     model = make_shipped_a3c()
@@ -209,6 +224,7 @@ RUNNERS: dict[str, Callable[..., float]] = {
     "sync_a2c": sync_a2c,
     "a3c": a3c,
     "a3c_cnn": a3c_cnn,
+    "a3c_sequence_acting": a3c_sequence_acting,
     "evaluation": evaluation,
     "evaluation_sequence_path": evaluation_sequence_path,
 }

@@ -24,7 +24,7 @@ class RMSpropFromOne(th.optim.RMSprop):
     by about ``lr / sqrt(1 - alpha)`` (10 times the learning rate for ``alpha=0.99``) in the direction of its
     gradient's sign, however small that gradient is. On Atari these first steps move all the weights of a
     layer together and switch off ReLU units for good: the policy can stay uniform for millions of steps
-    (docs/benchmarks.md, "Dead starts"). Started at one, the first steps are about ``lr * grad``, and the
+    (docs/benchmarks.md, "Optimizers"). Started at one, the first steps are about ``lr * grad``, and the
     average decays to the squared gradients within a few hundred updates; from then on the updates are
     PyTorch's (epsilon outside the square root, unlike SB3's ``RMSpropTFLike``).
 
