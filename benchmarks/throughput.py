@@ -39,6 +39,7 @@ from typing import Any
 import ale_py
 import gymnasium as gym
 import numpy as np
+import rl_zoo3.exp_manager
 import torch as th
 import yaml
 from result_files import alternating_rounds, median_of_rounds, rounds_parser, write_result
@@ -51,7 +52,7 @@ from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecFrameStack
 
-from sb3_a3c import A3C, RMSpropFromOne, SyncA2C
+from sb3_a3c import A3C, SyncA2C
 
 gym.register_envs(ale_py)
 ENV_ID = "PongNoFrameskip-v4"
@@ -126,9 +127,8 @@ def make_shipped_a3c(seed: int = 0, algo: str = "a3c", **overrides: Any) -> A3C:
         if isinstance(value, str) and value.startswith("lin_"):
             hyperparameters[key] = linear_schedule(float(value.removeprefix("lin_")))
     if isinstance(hyperparameters.get("policy_kwargs"), str):
-        # As the Zoo evaluates it (in rl_zoo3.exp_manager's namespace, where sb3-a3c adds RMSpropFromOne)
-        names = {"th": th, "nn": th.nn, "RMSpropTFLike": RMSpropTFLike, "RMSpropFromOne": RMSpropFromOne}
-        hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"], names)
+        # As the Zoo evaluates it: in rl_zoo3.exp_manager's namespace, where sb3-a3c adds RMSpropFromOne
+        hyperparameters["policy_kwargs"] = eval(hyperparameters["policy_kwargs"], vars(rl_zoo3.exp_manager))
     return A3C(entry["policy"], env, seed=seed, **hyperparameters)
 
 

@@ -15,6 +15,8 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import explained_variance
 
 RECURRENT_SAMPLES = (RecurrentRolloutBufferSamples, RecurrentDictRolloutBufferSamples)
+# Ends the message of a NonFiniteLossError
+_FIND_THE_STEP = "Check the env's rewards and observations (VecCheckNan(raise_exception=True) finds the step)."
 
 
 class NonFiniteLossError(RuntimeError):
@@ -125,6 +127,3 @@ def clip_gradients(policy: th.nn.Module, max_grad_norm: float) -> float:
             f"non-finite gradient norm ({grad_norm.item()}); no optimizer step was taken. {_FIND_THE_STEP}"
         )
     return grad_norm.item()
-
-
-_FIND_THE_STEP = "Check the env's rewards and observations (VecCheckNan(raise_exception=True) finds the step)."

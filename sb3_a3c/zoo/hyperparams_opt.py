@@ -56,8 +56,8 @@ def _sample_actor_critic_params(trial: optuna.Trial, n_steps_choices: list[int])
     trial.set_user_attr("gamma", 1 - sampled_params["one_minus_gamma"])
     hyperparams = convert_actor_critic_params(sampled_params)
     # A trial's model is built from these values directly, without the Zoo's conversion of "lin_<value>"
-    if isinstance(hyperparams["learning_rate"], str):
-        hyperparams["learning_rate"] = linear_schedule(float(hyperparams["learning_rate"].removeprefix("lin_")))
+    if sampled_params["lr_schedule"] == "linear":
+        hyperparams["learning_rate"] = linear_schedule(sampled_params["learning_rate"])
     return hyperparams
 
 
