@@ -187,15 +187,15 @@ def print_dead_start_table(rows: list[dict[str, Any]]) -> None:
             for seed in end
             if any(1 - end[seed][head] < 0.8 * (1 - start[seed][head]) for head in ("dead_actor", "dead_critic"))
         ]
+        seeds = f"{len(dead)} of {len(end)}" + (f" ({', '.join(map(str, dead))})" if dead else "")
+        print(f"| {optimizer} | {_median_dead_shares(start)} | {_median_dead_shares(end)} | {seeds} |")
 
-        seeds = f" ({', '.join(map(str, dead))})" if dead else ""
 
-        def medians(by_seed: dict[int, dict[str, Any]]) -> str:
-            actor = statistics.median(row["dead_actor"] for row in by_seed.values())
-            critic = statistics.median(row["dead_critic"] for row in by_seed.values())
-            return f"{actor:.2f} / {critic:.2f}"
-
-        print(f"| {optimizer} | {medians(start)} | {medians(end)} | {len(dead)} of {len(end)}{seeds} |")
+def _median_dead_shares(rows_by_seed: dict[int, dict[str, Any]]) -> str:
+    """The median share of dead units of the actor and critic heads over the seeds, as ``actor / critic``."""
+    actor = statistics.median(row["dead_actor"] for row in rows_by_seed.values())
+    critic = statistics.median(row["dead_critic"] for row in rows_by_seed.values())
+    return f"{actor:.2f} / {critic:.2f}"
 
 
 def _probe_frames(env: Any, n_steps: int = 30) -> th.Tensor:

@@ -305,17 +305,16 @@ def with_default_optimizer(
     policy_kwargs: dict[str, Any],
     use_rms_prop: bool,
     rms_prop_eps: float,
-    rmsprop_class: type[th.optim.Optimizer] = th.optim.RMSprop,
 ) -> dict[str, Any]:
     """
-    A copy of ``policy_kwargs`` with SB3 A2C's RMSprop (``rmsprop_class`` with ``alpha=0.99, eps=rms_prop_eps``)
+    A copy of ``policy_kwargs`` with SB3 A2C's RMSprop (``torch.optim.RMSprop`` with ``alpha=0.99, eps=rms_prop_eps``)
     unless the user chose an ``optimizer_class`` or ``use_rms_prop=False`` (then the policy's own default, Adam).
     The defaults are added when the policy is built, not stored in ``model.policy_kwargs``, so that
     ``load(path, policy_kwargs=...)`` with the dict the model was built with matches what was saved.
     """
     policy_kwargs = dict(policy_kwargs)
     if use_rms_prop and "optimizer_class" not in policy_kwargs:
-        policy_kwargs["optimizer_class"] = rmsprop_class
+        policy_kwargs["optimizer_class"] = th.optim.RMSprop
         policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=rms_prop_eps, weight_decay=0)
     return policy_kwargs
 
