@@ -22,8 +22,10 @@ Variants:
   evaluation the Zoo's evaluation of the ``a3c`` entry's policy, as its EvalCallback runs it in the main process:
              ``model.predict`` one step at a time on one env (sampled actions, one torch thread), env steps included;
              its steps/s are per second of the process's CPU time
-  evaluation_sequence_path  the same with sb3-contrib's ``_predict`` (the LSTM run as a sequence, a distribution
-             object per step) in place of the policy's one-step path
+  evaluation_contrib_predict  the same with sb3-contrib's ``predict`` (module walk, transposition checks, state
+             copies at every call) around the policy's one-step ``_predict``
+  evaluation_sequence_path  the same with sb3-contrib's ``predict`` and ``_predict`` (the LSTM run as a sequence, a
+             distribution object per step) in place of the policy's own
 """
 
 import ast
@@ -196,9 +198,11 @@ def a3c_sequence_acting(steps: int) -> float:
         policy_class.forward = one_step_forward
 
 
-def evaluation(steps: int, sequence_path: bool = False) -> float:
+def evaluation(steps: int, contrib_predict: bool = False, sequence_path: bool = False) -> float:
     """``steps`` steps of the Zoo's evaluation of the shipped LSTM agent; returns the process's CPU seconds."""
     model = make_shipped_a3c()
+    if contrib_predict or sequence_path:
+        model.policy.predict = functools.partial(RecurrentActorCriticPolicy.predict, model.policy)
     if sequence_path:
         model.policy._predict = functools.partial(RecurrentActorCriticPolicy._predict, model.policy)
     env = make_vec_env(ENV_ID, n_envs=1, seed=1, wrapper_class=get_wrapper_class(shipped_a3c_entry()))
@@ -214,6 +218,10 @@ def evaluation(steps: int, sequence_path: bool = False) -> float:
     return seconds
 
 
+def evaluation_contrib_predict(steps: int) -> float:
+    return evaluation(steps, contrib_predict=True)
+
+
 def evaluation_sequence_path(steps: int) -> float:
     return evaluation(steps, sequence_path=True)
 
@@ -226,6 +234,7 @@ RUNNERS: dict[str, Callable[..., float]] = {
     "a3c_cnn": a3c_cnn,
     "a3c_sequence_acting": a3c_sequence_acting,
     "evaluation": evaluation,
+    "evaluation_contrib_predict": evaluation_contrib_predict,
     "evaluation_sequence_path": evaluation_sequence_path,
 }
 

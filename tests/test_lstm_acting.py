@@ -85,11 +85,17 @@ def test_acting_step_uses_the_weights_loaded_by_a_parameter_sync():
     th.testing.assert_close(after[2], expected[2])
 
 
-@pytest.mark.parametrize("deterministic", [True, False])
-def test_predict_gives_the_sequence_paths_actions_and_states(deterministic):
-    policy = make_policy()
+def sb3_contrib_predict(policy: A3CCnnLstmPolicy):
+    """sb3-contrib's own ``predict`` and ``_predict`` (the sequence path) on a copy of ``policy``."""
     reference = copy.deepcopy(policy)
     reference._predict = lambda *args, **kwargs: RecurrentActorCriticPolicy._predict(reference, *args, **kwargs)
+    return lambda *args: RecurrentActorCriticPolicy.predict(reference, *args)
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_predict_gives_sb3_contribs_actions_and_states(deterministic):
+    policy = make_policy()
+    reference_predict = sb3_contrib_predict(policy)
     generator = np.random.default_rng(0)
     state, reference_state = None, None
     for step in range(30):
@@ -98,10 +104,31 @@ def test_predict_gives_the_sequence_paths_actions_and_states(deterministic):
         th.manual_seed(step)
         actions, state = policy.predict(observation, state, episode_start, deterministic)
         th.manual_seed(step)
-        expected_actions, reference_state = reference.predict(observation, reference_state, episode_start, deterministic)
+        expected_actions, reference_state = reference_predict(observation, reference_state, episode_start, deterministic)
+        assert actions.shape == expected_actions.shape and actions.dtype == expected_actions.dtype
         np.testing.assert_array_equal(actions, expected_actions)
         np.testing.assert_allclose(state[0], reference_state[0], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(state[1], reference_state[1], rtol=1e-5, atol=1e-6)
+
+
+def test_predict_without_state_or_episode_start_and_for_one_unbatched_observation():
+    policy = make_policy()
+    reference_predict = sb3_contrib_predict(policy)
+    observations = np.random.default_rng(1).normal(size=(N_ENVS, 1, 42, 42)).astype(np.float32)
+    actions, state = policy.predict(observations, deterministic=True)
+    expected_actions, expected_state = reference_predict(observations, None, None, True)
+    np.testing.assert_array_equal(actions, expected_actions)
+    np.testing.assert_allclose(state[0], expected_state[0], rtol=1e-5, atol=1e-6)
+    action, one_state = policy.predict(observations[0], deterministic=True)  # one env's observation, no batch axis
+    assert action.shape == () and action == expected_actions[0]
+    np.testing.assert_allclose(one_state[0][:, 0], expected_state[0][:, 0], rtol=1e-5, atol=1e-6)
+
+
+def test_predict_switches_a_policy_left_in_training_mode_to_evaluation_mode():
+    policy = make_policy()
+    policy.set_training_mode(True)
+    policy.predict(np.zeros((N_ENVS, 1, 42, 42), dtype=np.float32))
+    assert not any(module.training for module in policy.modules())
 
 
 def test_training_takes_the_sequence_path_with_gradients():

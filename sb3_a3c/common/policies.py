@@ -2,7 +2,9 @@
 
 from typing import Any
 
+import numpy as np
 import torch as th
+from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from sb3_contrib.ppo_recurrent.policies import CnnLstmPolicy, MlpLstmPolicy, MultiInputLstmPolicy
@@ -246,6 +248,43 @@ class A3CCnnLstmPolicy(RecurrentActorCriticPolicy):
         # predict() (the Zoo's evaluation), one step per env
         step = act_one_step(self, observation, lstm_states, episode_starts)
         return choose_actions(step.action_logits, deterministic), step.lstm_states
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """
+        sb3-contrib's ``predict``, with the same arguments and results. For a batch of observations shaped as the
+        observation space (what a VecEnv, and so the Zoo's evaluation, passes) and discrete actions, it skips the
+        per-call work that batch does not need: the walk over every module when the policy is already in
+        evaluation mode, the image transposition checks and the copies of the LSTM states.
+        """
+        if not (
+            isinstance(observation, np.ndarray)
+            and observation.shape[1:] == self.observation_space.shape
+            and isinstance(self.action_space, spaces.Discrete)
+        ):
+            return super().predict(observation, state, episode_start, deterministic)
+        if self.training:
+            self.set_training_mode(False)
+        n_envs = observation.shape[0]
+        if state is None:
+            zeros = np.zeros((self.lstm_actor.num_layers, n_envs, self.lstm_actor.hidden_size), dtype=np.float32)
+            state = (zeros, zeros)
+        if episode_start is None:
+            episode_start = np.zeros(n_envs, dtype=np.float32)
+        with th.no_grad():
+            states = (
+                th.as_tensor(state[0], dtype=th.float32, device=self.device),
+                th.as_tensor(state[1], dtype=th.float32, device=self.device),
+            )
+            episode_starts = th.as_tensor(episode_start, dtype=th.float32, device=self.device)
+            observations = th.as_tensor(observation, device=self.device)
+            actions, new_states = self._predict(observations, states, episode_starts, deterministic)
+        return actions.cpu().numpy(), (new_states[0].cpu().numpy(), new_states[1].cpu().numpy())
 
     def evaluate_actions(
         self, obs: th.Tensor, actions: th.Tensor, lstm_states: RNNStates, episode_starts: th.Tensor
