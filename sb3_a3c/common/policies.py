@@ -272,7 +272,8 @@ class A3CCnnLstmPolicy(RecurrentActorCriticPolicy):
             self.set_training_mode(False)
         n_envs = observation.shape[0]
         if state is None:
-            zeros = np.zeros((self.lstm_actor.num_layers, n_envs, self.lstm_actor.hidden_size), dtype=np.float32)
+            n_layers, _, hidden_size = self.lstm_hidden_state_shape
+            zeros = np.zeros((n_layers, n_envs, hidden_size), dtype=np.float32)
             state = (zeros, zeros)
         if episode_start is None:
             episode_start = np.zeros(n_envs, dtype=np.float32)
