@@ -262,7 +262,7 @@ def test_zoo_atari_entry_trains(tmp_path, algo):
         assert isinstance(model.policy, A3CCnnLstmPolicy)
         assert model.policy.lstm_actor.hidden_size == 256
         assert model.observation_space.shape == (1, 42, 42)
-        assert (model.n_envs, model.n_workers, model.synchronous_updates) == (8, 2, False)
+        assert (model.n_envs, model.n_workers, model.synchronous_updates) == (16, 2, False)
     else:
         assert model.observation_space.shape == (4, 84, 84)  # AtariWrapper's frames, stacked
     if algo == "a3c_cnn":
