@@ -26,16 +26,19 @@ Variants:
              copies at every call) around the policy's one-step ``_predict``
   evaluation_sequence_path  the same with sb3-contrib's ``predict`` and ``_predict`` (the LSTM run as a sequence, a
              distribution object per step) in place of the policy's own
+  evaluation_onednn  ``evaluation`` with the convolutions run by the extractor's ``forward`` (oneDNN) in place of
+             ``acting_convolutions`` (channels-last weights, no oneDNN)
 """
 
 import ast
+import contextlib
 import functools
 import importlib.resources
 import multiprocessing
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ale_py
@@ -55,6 +58,7 @@ from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import VecFrameStack
 
 from sb3_a3c import A3C, SyncA2C
+from sb3_a3c.common.torch_layers import ConvolutionsThenDense
 
 gym.register_envs(ale_py)
 ENV_ID = "PongNoFrameskip-v4"
@@ -198,6 +202,17 @@ def a3c_sequence_acting(steps: int) -> float:
         policy_class.forward = one_step_forward
 
 
+@contextlib.contextmanager
+def onednn_acting_convolutions() -> Iterator[None]:
+    """Within it, acting runs the convolutions through the extractor's ``forward`` (oneDNN)."""
+    forward_for_acting = ConvolutionsThenDense.forward_for_acting
+    ConvolutionsThenDense.forward_for_acting = ConvolutionsThenDense.forward  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ConvolutionsThenDense.forward_for_acting = forward_for_acting  # type: ignore[method-assign]
+
+
 def evaluation(steps: int, contrib_predict: bool = False, sequence_path: bool = False) -> float:
     """``steps`` steps of the Zoo's evaluation of the shipped LSTM agent; returns the process's CPU seconds."""
     model = make_shipped_a3c()
@@ -226,6 +241,11 @@ def evaluation_sequence_path(steps: int) -> float:
     return evaluation(steps, sequence_path=True)
 
 
+def evaluation_onednn(steps: int) -> float:
+    with onednn_acting_convolutions():
+        return evaluation(steps)
+
+
 RUNNERS: dict[str, Callable[..., float]] = {
     "env_only": env_only,
     "a2c": a2c,
@@ -236,6 +256,7 @@ RUNNERS: dict[str, Callable[..., float]] = {
     "evaluation": evaluation,
     "evaluation_contrib_predict": evaluation_contrib_predict,
     "evaluation_sequence_path": evaluation_sequence_path,
+    "evaluation_onednn": evaluation_onednn,
 }
 
 

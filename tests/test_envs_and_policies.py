@@ -14,7 +14,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from sb3_a3c import A3C, SyncA2C
-from sb3_a3c.common.atari_wrappers import A3CAtariWrapper
+from sb3_a3c.common.atari_wrappers import A3CAtariWrapper, RunningFrameNormalization
 from sb3_a3c.common.policies import A3CCnnLstmPolicy
 from sb3_a3c.common.torch_layers import ClassicA3CCNN, SmallAtariCNN, SmallCnnConvolutions
 
@@ -227,3 +227,26 @@ def test_batch_norm_statistics_are_learned(algorithm):
     assert batch_norm.num_batches_tracked.item() > 0
     assert batch_norm.running_mean.abs().sum() > 0
     assert not th.equal(batch_norm.running_var, th.ones_like(batch_norm.running_var))
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_running_frame_normalization_is_the_classic_agents(channels):
+    """Each frame is normalised by the bias-corrected running mean and deviation of all frames up to it."""
+
+    class Frames(gym.Env):
+        observation_space = gym.spaces.Box(0, 255, (6, 5, channels), np.uint8)
+        action_space = gym.spaces.Discrete(2)
+
+    normalization = RunningFrameNormalization(Frames(), alpha=0.9)
+    generator = np.random.default_rng(0)
+    mean, std = 0.0, 0.0
+    for n_frames in range(1, 6):
+        frame = generator.integers(0, 256, (6, 5, channels), dtype=np.uint8)
+        reference = np.moveaxis(frame, -1, 0).astype(np.float64) / 255.0
+        mean = 0.9 * mean + 0.1 * reference.mean()
+        std = 0.9 * std + 0.1 * reference.std()
+        correction = 1 - 0.9**n_frames
+        normalized = normalization.observation(frame)
+        assert normalized.shape == (channels, 6, 5) and normalized.dtype == np.float32
+        expected = (reference - mean / correction) / (std / correction + 1e-8)
+        np.testing.assert_allclose(normalized, expected, rtol=1e-5, atol=1e-5)

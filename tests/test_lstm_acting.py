@@ -137,3 +137,22 @@ def test_training_takes_the_sequence_path_with_gradients():
     _, values, log_probs, _ = policy.forward(observation, states, episode_starts)
     (values.sum() + log_probs.sum()).backward()
     assert policy.lstm_actor.weight_ih_l0.grad is not None
+
+
+@pytest.mark.parametrize("n_frames", [1, 4, 64])
+def test_acting_features_are_the_extractors_features_with_the_current_weights(n_frames):
+    """The acting step's convolutions (channels-last, without oneDNN) compute what ``forward`` computes."""
+    policy, other = make_policy(seed=0), make_policy(seed=1)
+    extractor = policy.features_extractor
+    observation = th.randn(n_frames, 1, 42, 42, generator=th.Generator().manual_seed(2))
+    onednn_enabled = th.backends.mkldnn.enabled
+    with th.no_grad():
+        before = extractor.forward_for_acting(observation)
+        th.testing.assert_close(before, extractor(observation), rtol=1e-5, atol=1e-5)
+        policy.load_state_dict(other.state_dict())
+        after = extractor.forward_for_acting(observation)
+        th.testing.assert_close(after, other.features_extractor(observation), rtol=1e-5, atol=1e-5)
+    assert not th.allclose(before, after)
+    assert th.backends.mkldnn.enabled == onednn_enabled
+    # The weights keep their layout: a shared policy's parameters stay where the workers read them
+    assert all(parameter.is_contiguous() for parameter in policy.parameters())

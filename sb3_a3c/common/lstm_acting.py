@@ -5,7 +5,9 @@ sb3-contrib's ``RecurrentActorCriticPolicy.forward`` and ``_predict`` run the LS
 ``nn.LSTM`` goes through oneDNN, which reorders its weights at every call) and build a distribution object, even
 when each env moves one step. Acting one step per env, as a worker's rollout and an evaluation do, needs one LSTM
 cell step and the heads: ``act_one_step`` computes exactly that with the policy's own weights (a parameter sync
-or ``load_state_dict`` changes what it computes), and returns what ``forward`` and ``_predict`` would.
+or ``load_state_dict`` changes what it computes), and returns what ``forward`` and ``_predict`` would. Our
+convolutional feature extractors run their few frames through ``ConvolutionsThenDense.forward_for_acting``, which
+skips oneDNN's per-call weight reordering.
 """
 
 from typing import NamedTuple
@@ -14,6 +16,9 @@ import torch as th
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.distributions import CategoricalDistribution
 from stable_baselines3.common.policies import BaseModel
+from stable_baselines3.common.preprocessing import preprocess_obs
+
+from sb3_a3c.common.torch_layers import ConvolutionsThenDense
 
 
 class OneStep(NamedTuple):
@@ -56,7 +61,11 @@ def act_one_step(
     :param episode_starts: 1.0 for the envs whose episode starts at this step (their states are reset to zero)
     """
     lstm = policy.lstm_actor
-    features = BaseModel.extract_features(policy, observation, policy.pi_features_extractor)  # type: ignore[arg-type]
+    extractor = policy.pi_features_extractor
+    if isinstance(extractor, ConvolutionsThenDense):
+        features = extractor.forward_for_acting(preprocess_obs(observation, policy.observation_space, policy.normalize_images))
+    else:
+        features = BaseModel.extract_features(policy, observation, extractor)  # type: ignore[arg-type]
     keep = (1.0 - episode_starts).view(-1, 1)
     hidden, cell = th.lstm_cell(
         features,

@@ -44,7 +44,37 @@ def classic_a3c_convolutions(n_input_channels: int) -> list[nn.Module]:
     return convolutions
 
 
-class _ConvolutionsThenDense(BaseFeaturesExtractor):
+# The largest batch for which ``acting_convolutions`` costs less than oneDNN's convolutions: with the classic A3C
+# network on 42x42 frames and one torch thread, 0.18 against 0.22 ms for 1 frame, 0.46 against 0.51 for 4, 0.83
+# against 0.75 for 8
+MAX_ACTING_BATCH = 4
+
+
+def acting_convolutions(convolutions: nn.Sequential, observations: th.Tensor) -> th.Tensor:
+    """
+    ``convolutions(observations)`` for a small batch on a CPU, computed with channels-last weights and without
+    oneDNN. At a batch of one frame, oneDNN reorders every weight at every call, which costs more than the
+    convolution itself; torch's own channels-last kernels skip that. The weights are read from the modules at each
+    call (a parameter sync or ``load_state_dict`` changes what this computes) and their layout is left as it is.
+
+    :param convolutions: the modules to run in order (``nn.Conv2d`` and activations, a final ``nn.Flatten``)
+    :param observations: channel-first images
+    """
+    onednn_enabled = th.backends.mkldnn.enabled
+    th.backends.mkldnn.enabled = False
+    try:
+        x = observations.contiguous(memory_format=th.channels_last)
+        for module in convolutions:
+            if isinstance(module, nn.Conv2d):
+                x = module._conv_forward(x, module.weight.contiguous(memory_format=th.channels_last), module.bias)
+            else:
+                x = module(x)
+        return x
+    finally:
+        th.backends.mkldnn.enabled = onednn_enabled
+
+
+class ConvolutionsThenDense(BaseFeaturesExtractor):
     """
     Image features: the convolutions of ``make_convolutions`` (flattened), then a dense ReLU layer of
     ``features_dim`` units (none when ``features_dim`` is None: the flattened convolutions are the features).
@@ -73,8 +103,18 @@ class _ConvolutionsThenDense(BaseFeaturesExtractor):
     def forward(self, observations: th.Tensor) -> th.Tensor:
         return self.linear(self.cnn(observations))
 
+    def forward_for_acting(self, observations: th.Tensor) -> th.Tensor:
+        """
+        ``forward`` for the few observations of one acting step (one per env), without gradient: the same
+        features, computed as cheaply as a CPU allows (``acting_convolutions``). Other batches and devices take
+        ``forward``.
+        """
+        if observations.device.type != "cpu" or observations.shape[0] > MAX_ACTING_BATCH or th.is_grad_enabled():
+            return self(observations)
+        return self.linear(acting_convolutions(self.cnn, observations))
 
-class SmallAtariCNN(_ConvolutionsThenDense):
+
+class SmallAtariCNN(ConvolutionsThenDense):
     """
     The network of the A3C paper (Mnih et al. 2016, after the 2013 DQN): a 8x8 stride-4 convolution
     with 16 channels, a 4x4 stride-2 convolution with 32 channels, then a dense layer, all ReLU.
@@ -90,7 +130,7 @@ class SmallAtariCNN(_ConvolutionsThenDense):
     make_convolutions = staticmethod(small_atari_convolutions)
 
 
-class SmallCnnConvolutions(_ConvolutionsThenDense):
+class SmallCnnConvolutions(ConvolutionsThenDense):
     """
     The two convolutions of ``SmallAtariCNN``, flattened, without its shared dense layer (2592 features
     on 84x84 frames). With it the actor and the critic each get their own hidden layer on top.
@@ -105,7 +145,7 @@ class SmallCnnConvolutions(_ConvolutionsThenDense):
         super().__init__(observation_space, None, normalized_image)
 
 
-class ClassicA3CCNN(_ConvolutionsThenDense):
+class ClassicA3CCNN(ConvolutionsThenDense):
     """
     The convolutions of the classic A3C code (universe-starter-agent, pytorch-a3c) for 42x42 frames:
     four 3x3 convolutions of stride 2 with 32 channels and ELU, then a dense ReLU layer.
@@ -120,7 +160,7 @@ class ClassicA3CCNN(_ConvolutionsThenDense):
     make_convolutions = staticmethod(classic_a3c_convolutions)
 
 
-class ClassicA3CConvolutions(_ConvolutionsThenDense):
+class ClassicA3CConvolutions(ConvolutionsThenDense):
     """
     The four convolutions of ``ClassicA3CCNN``, flattened, without its dense layer (288 features on 42x42
     frames): the input of the classic A3C agent's LSTM.
