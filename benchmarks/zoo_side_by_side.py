@@ -104,7 +104,7 @@ FAMILIES = {
 ALGO_ORDER = ["a3c", "a3c_cnn", "a2c", "sync_a2c"]
 ALGO_COLORS = {"a3c": "tab:blue", "a3c_cnn": "tab:purple", "a2c": "tab:orange", "sync_a2c": "tab:green"}
 # A run's tag, as the tables print it
-TAG_NOTES = {"torch_rmsprop": "torch's RMSprop", "envs8": "2 workers x 4 envs, lr 2e-4"}
+TAG_NOTES = {"torch_rmsprop": "torch's RMSprop"}
 
 
 def plot_path(family: str) -> Path:
