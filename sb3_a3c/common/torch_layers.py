@@ -53,9 +53,10 @@ MAX_ACTING_BATCH = 4
 def acting_convolutions(convolutions: nn.Sequential, observations: th.Tensor) -> th.Tensor:
     """
     ``convolutions(observations)`` for a small batch on a CPU, computed with channels-last weights and without
-    oneDNN. At a batch of one frame, oneDNN reorders every weight at every call, which costs more than the
-    convolution itself; torch's own channels-last kernels skip that. The weights are read from the modules at each
-    call (a parameter sync or ``load_state_dict`` changes what this computes) and their layout is left as it is.
+    oneDNN, which reorders every weight at every call: for a few frames that reordering is a large part of the cost,
+    and torch's own channels-last kernels skip it. oneDNN is switched off with torch's process-wide flag for the call
+    and switched back after it. The weights are read from the modules at each call (a parameter sync or
+    ``load_state_dict`` changes what this computes) and their layout is left as it is.
 
     :param convolutions: the modules to run in order (``nn.Conv2d`` and activations, a final ``nn.Flatten``)
     :param observations: channel-first images
