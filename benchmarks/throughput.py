@@ -31,14 +31,14 @@ Variants:
 """
 
 import ast
-import contextlib
 import functools
 import importlib.resources
 import multiprocessing
 import os
 import platform
 import time
-from collections.abc import Callable, Iterator
+import unittest.mock
+from collections.abc import Callable
 from typing import Any
 
 import ale_py
@@ -202,17 +202,6 @@ def a3c_sequence_acting(steps: int) -> float:
         policy_class.forward = one_step_forward
 
 
-@contextlib.contextmanager
-def onednn_acting_convolutions() -> Iterator[None]:
-    """Within it, acting runs the convolutions through the extractor's ``forward`` (oneDNN)."""
-    forward_for_acting = ConvolutionsThenDense.forward_for_acting
-    ConvolutionsThenDense.forward_for_acting = ConvolutionsThenDense.forward  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        ConvolutionsThenDense.forward_for_acting = forward_for_acting  # type: ignore[method-assign]
-
-
 def evaluation(steps: int, contrib_predict: bool = False, sequence_path: bool = False) -> float:
     """``steps`` steps of the Zoo's evaluation of the shipped LSTM agent; returns the process's CPU seconds."""
     model = make_shipped_a3c()
@@ -242,7 +231,7 @@ def evaluation_sequence_path(steps: int) -> float:
 
 
 def evaluation_onednn(steps: int) -> float:
-    with onednn_acting_convolutions():
+    with unittest.mock.patch.object(ConvolutionsThenDense, "forward_for_acting", ConvolutionsThenDense.forward):
         return evaluation(steps)
 
 

@@ -15,10 +15,7 @@ from typing import NamedTuple
 import torch as th
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.distributions import CategoricalDistribution
-from stable_baselines3.common.policies import BaseModel
 from stable_baselines3.common.preprocessing import preprocess_obs
-
-from sb3_a3c.common.torch_layers import ConvolutionsThenDense
 
 
 class OneStep(NamedTuple):
@@ -61,11 +58,9 @@ def act_one_step(
     :param episode_starts: 1.0 for the envs whose episode starts at this step (their states are reset to zero)
     """
     lstm = policy.lstm_actor
-    extractor = policy.pi_features_extractor
-    if isinstance(extractor, ConvolutionsThenDense):
-        features = extractor.forward_for_acting(preprocess_obs(observation, policy.observation_space, policy.normalize_images))
-    else:
-        features = BaseModel.extract_features(policy, observation, extractor)  # type: ignore[arg-type]
+    # What BaseModel.extract_features computes, through the extractor's acting path where it has one
+    extract = getattr(policy.pi_features_extractor, "forward_for_acting", policy.pi_features_extractor)
+    features = extract(preprocess_obs(observation, policy.observation_space, policy.normalize_images))
     keep = (1.0 - episode_starts).view(-1, 1)
     hidden, cell = th.lstm_cell(
         features,
